@@ -1,0 +1,288 @@
+"""Canonical records: one shape per fact, made at the edge, understood by every later stage.
+
+Nothing downstream of a decoder parses vendor paths or raw log text again; it sees only these
+frozen dataclasses. Times are integer nanoseconds since the Unix epoch (UTC), as gNMI carries
+them, so that ordering and arithmetic are exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Metric(StrEnum):
+    """Interface-level quantities railtrace understands, whatever path or OID carried them."""
+
+    IN_OCTETS = "in_octets"
+    OUT_OCTETS = "out_octets"
+    IN_PKTS = "in_pkts"
+    OUT_PKTS = "out_pkts"
+    IN_ERRORS = "in_errors"
+    OUT_ERRORS = "out_errors"
+    IN_DISCARDS = "in_discards"
+    OUT_DISCARDS = "out_discards"
+    IN_FCS_ERRORS = "in_fcs_errors"
+    SYMBOL_ERRORS = "symbol_errors"
+    FEC_CORRECTED = "fec_corrected"
+    FEC_UNCORRECTABLE = "fec_uncorrectable"
+    PFC_RX_PAUSE = "pfc_rx_pause"
+    PFC_TX_PAUSE = "pfc_tx_pause"
+    ECN_MARKED = "ecn_marked"
+    CARRIER_TRANSITIONS = "carrier_transitions"
+    OPER_STATUS = "oper_status"
+    RX_POWER_DBM = "rx_power_dbm"
+    TEMPERATURE_C = "temperature_c"
+
+
+#: Metrics that are monotonically increasing counters (turned into rates); the rest are gauges
+#: or states and pass through as they are.
+COUNTER_METRICS = frozenset(
+    {
+        Metric.IN_OCTETS,
+        Metric.OUT_OCTETS,
+        Metric.IN_PKTS,
+        Metric.OUT_PKTS,
+        Metric.IN_ERRORS,
+        Metric.OUT_ERRORS,
+        Metric.IN_DISCARDS,
+        Metric.OUT_DISCARDS,
+        Metric.IN_FCS_ERRORS,
+        Metric.SYMBOL_ERRORS,
+        Metric.FEC_CORRECTED,
+        Metric.FEC_UNCORRECTABLE,
+        Metric.PFC_RX_PAUSE,
+        Metric.PFC_TX_PAUSE,
+        Metric.ECN_MARKED,
+        Metric.CARRIER_TRANSITIONS,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryValue:
+    """One decoded leaf from a switch: a counter reading, a gauge, or a state.
+
+    `value` is a float for counters and gauges and a lower-case string for states
+    (`oper_status` is "up", "down", ...). `qualifier` distinguishes sub-instances of one metric
+    on one interface, such as the PFC priority ("3") or a transceiver lane; it is "" otherwise.
+    """
+
+    ts_ns: int
+    device: str
+    interface: str
+    metric: Metric
+    value: float | str
+    qualifier: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSample:
+    """A per-second rate of one counter over one sampling interval (or a gauge reading)."""
+
+    ts_ns: int
+    device: str
+    interface: str
+    metric: Metric
+    qualifier: str
+    rate: float
+    interval_s: float
+
+
+class LinkEventKind(StrEnum):
+    """Anomalies and state changes railtrace derives from link telemetry."""
+
+    DOWN = "down"
+    UP = "up"
+    FLAP = "flap"
+    ERROR_BURST = "error-burst"
+    FEC_UNCORRECTABLE = "fec-uncorrectable"
+    PFC_STORM = "pfc-storm"
+    RX_POWER_LOW = "rx-power-low"
+    TRAFFIC_DROP = "traffic-drop"
+    COUNTER_RESET = "counter-reset"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    """Something happened on one interface at `ts_ns`; `detail` says what, for a human."""
+
+    ts_ns: int
+    device: str
+    interface: str
+    kind: LinkEventKind
+    value: float = 0.0
+    detail: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts parsed from NCCL / PyTorch / kernel logs. Each carries the job it came from and the
+# place in the input it came from (`source`, `line_no`), so evidence can point back to it.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogOrigin:
+    """Where a fact was read: the capture file (or stream) name and the 1-based line number."""
+
+    source: str
+    line_no: int
+
+
+@dataclass(frozen=True, slots=True)
+class NetDevice:
+    """One entry of NCCL's `NET/IB : Using [0]mlx5_0:1/IB ...` list."""
+
+    index: int
+    name: str
+    port: int
+    link_layer: str  # "IB" or "RoCE"
+
+
+@dataclass(frozen=True, slots=True)
+class NetDevices:
+    """The network devices one NCCL process (host, pid) will use, indexed as channels name them."""
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pid: int
+    devices: tuple[NetDevice, ...]
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    """A rank of a communicator and where it runs (from the `comm ... rank R nranks N` lines)."""
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pid: int
+    comm_id: str
+    rank: int
+    nranks: int
+    cuda_dev: int | None
+    bus_id: str | None
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelEdge:
+    """One hop of a ring or tree channel as the printing rank saw it.
+
+    `net_dev` is the index into that process's NetDevices list when the hop crosses the
+    network (`via NET/IB/2`), None for intra-node transports (P2P, SHM, NVLS).
+    `direction` is "send", "receive" or "" when NCCL did not say.
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pid: int
+    comm_id: str
+    channel: int
+    src_rank: int
+    dst_rank: int
+    direction: str
+    transport: str
+    net_dev: int | None
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class InitComplete:
+    """A rank finished communicator init: the job was healthy at least until here."""
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pid: int
+    comm_id: str
+    rank: int
+    nranks: int
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class NetError:
+    """A transport error NCCL reported: IB/RoCE completion error or socket failure.
+
+    `peer` is the remote address NCCL printed (IP or host, without port), when it did.
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pid: int
+    kind: str  # "ib-completion", "socket", "remote-error", ...
+    peer: str | None
+    detail: str
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveTimeout:
+    """A rank's watchdog (PyTorch ProcessGroupNCCL) gave up on a collective.
+
+    `started_ns` is derived from the line itself (`ran for N milliseconds`), so the stall
+    time is known even when the line is the only evidence.
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str | None
+    rank: int | None
+    seq: int | None
+    op: str
+    timeout_ms: int | None
+    ran_for_ms: int | None
+    started_ns: int
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """An NVIDIA driver Xid from the kernel log of a host."""
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pci: str
+    xid: int
+    detail: str
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class RasReport:
+    """A line of an NCCL RAS report naming ranks or nodes that are unresponsive or missing."""
+
+    ts_ns: int
+    job_id: str
+    host: str | None
+    detail: str
+    origin: LogOrigin
+
+
+JobFact = (
+    NetDevices
+    | RankInfo
+    | ChannelEdge
+    | InitComplete
+    | NetError
+    | CollectiveTimeout
+    | XidEvent
+    | RasReport
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Input that could not be used, with the reason; counted and kept, never fatal."""
+
+    source: str
+    reason: str
+    raw: bytes = b""
+    line_no: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
