@@ -286,3 +286,82 @@ class DeadLetter:
     raw: bytes = b""
     line_no: int = 0
     extra: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts: the answer to "which link stalled job X".
+# ---------------------------------------------------------------------------------------------
+
+
+class JobState(StrEnum):
+    STALLED = "stalled"
+    SLOW = "slow"
+    HEALTHY = "healthy"
+    UNKNOWN = "unknown"
+
+
+class CauseKind(StrEnum):
+    LINK = "link"
+    NODE = "node"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One end of a link: a device and one of its interfaces, named as in `cables.csv`."""
+
+    device: str
+    interface: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRef:
+    """A cable of the plan, by its stable id and both ends."""
+
+    link_id: str
+    a: Endpoint
+    b: Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One observation behind a verdict, in words an engineer can check against the raw input."""
+
+    ts_ns: int
+    source: str  # "gnmi", "nccl", "pytorch", "kernel", "topology"
+    kind: str
+    subject: str  # link id, host, or rank the observation is about
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A link or node that could explain the stall, with its score and the evidence for it."""
+
+    kind: CauseKind
+    score: float
+    link: LinkRef | None = None
+    node: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """railtrace's current answer for one job; replaced as evidence arrives, never looked ahead.
+
+    `decided_at_ns` is the event time of the evidence at which the current cause was first
+    reached, so "how long after the fault did we know" can be measured.
+    """
+
+    job_id: str
+    state: JobState
+    stalled_at_ns: int | None
+    decided_at_ns: int | None
+    cause_kind: CauseKind
+    cause_link: LinkRef | None
+    cause_node: str | None
+    confidence: float
+    candidates: tuple[Candidate, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    ranks: int = 0
+    hosts: int = 0

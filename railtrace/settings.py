@@ -1,0 +1,92 @@
+"""One typed settings object for every railtrace process.
+
+Values come, in rising order of precedence, from defaults, a TOML config file
+(`RAILTRACE_CONFIG` or `--config`), and environment variables with the `RAILTRACE_` prefix
+(nested sections use `__`, e.g. `RAILTRACE_API__PORT=8080`). Secrets are SecretStr so they
+never reach a log line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class StoreSettings(BaseModel):
+    """Where verdicts and telemetry are kept.
+
+    With no `clickhouse_url`, the embedded chDB engine keeps them under `data_dir` (one owning
+    process at a time). With a URL, a ClickHouse server is used through clickhouse-connect.
+    """
+
+    data_dir: Path = Path("railtrace-data")
+    clickhouse_url: str | None = None
+    clickhouse_user: str = "default"
+    clickhouse_password: SecretStr = SecretStr("")
+    database: str = "railtrace"
+    batch_rows: int = Field(default=50_000, ge=1)
+
+
+class ApiSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+
+
+class AttributionSettings(BaseModel):
+    """Knobs of the attribution; the defaults are what the accuracy benchmark was run with."""
+
+    lookback_s: float = Field(default=300.0, gt=0)
+    lookahead_s: float = Field(default=60.0, ge=0)
+    min_confidence: float = Field(default=0.35, ge=0, le=1)
+
+
+class Settings(BaseSettings):
+    """Settings for all railtrace commands; build one per process in the composition root."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAILTRACE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+    )
+
+    store: StoreSettings = StoreSettings()
+    api: ApiSettings = ApiSettings()
+    attribution: AttributionSettings = AttributionSettings()
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings from the environment and a TOML file (`config_file`, else the file
+    named by `RAILTRACE_CONFIG`, else none); unknown keys are an error, not silently ignored."""
+    if config_file is None and os.environ.get("RAILTRACE_CONFIG"):
+        config_file = Path(os.environ["RAILTRACE_CONFIG"])
+    if config_file is None:
+        return Settings(**overrides)
+    if not config_file.is_file():
+        raise FileNotFoundError(f"config file not found: {config_file}")
+
+    class _FromFile(Settings):
+        model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": config_file})
+
+    return _FromFile(**overrides)
