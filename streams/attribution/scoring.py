@@ -1,0 +1,118 @@
+"""How much one observation explains a stall: the weights and curves attribution multiplies.
+
+Kept apart from the correlator's bookkeeping so that an engineer can check a verdict by hand
+against this file and the README's attribution page. Every figure here is a documented default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from railtrace.streams.records import LinkEventKind
+
+#: How strongly each kind of link anomaly, on its own, suggests a fault that stops traffic.
+#: A link that went down stops every flow on it; a flap or uncorrectable FEC drops packets until
+#: RDMA gives up; a PFC storm may be a victim of congestion elsewhere; a traffic drop is what
+#: every link of a hung job shows, so it is evidence of the hang, not of its cause.
+KIND_WEIGHT: dict[LinkEventKind, float] = {
+    LinkEventKind.DOWN: 1.0,
+    LinkEventKind.FLAP: 0.95,
+    LinkEventKind.FEC_UNCORRECTABLE: 0.75,
+    LinkEventKind.ERROR_BURST: 0.7,
+    LinkEventKind.RX_POWER_LOW: 0.45,
+    LinkEventKind.PFC_STORM: 0.45,
+    LinkEventKind.COUNTER_RESET: 0.15,
+    LinkEventKind.TRAFFIC_DROP: 0.1,
+    LinkEventKind.UP: 0.0,
+}
+
+#: Xid codes (NVIDIA's Xid catalogue) by how surely they stop a GPU taking part in collectives.
+XID_WEIGHT: dict[int, float] = {
+    79: 1.0,  # GPU has fallen off the bus
+    48: 0.95,  # double-bit ECC error
+    94: 0.8,  # contained ECC error
+    95: 0.95,  # uncontained ECC error
+    63: 0.7,  # ECC page retirement / row remap event
+    64: 0.9,  # ECC page retirement / row remap failure
+    74: 0.9,  # NVLink error
+    119: 0.85,  # GSP RPC timeout
+    120: 0.85,  # GSP error
+    13: 0.5,  # graphics engine exception (often the application)
+    31: 0.5,  # GPU memory page fault (often the application)
+    43: 0.4,  # GPU stopped processing
+    45: 0.1,  # preemptive cleanup: a consequence of another error
+}
+DEFAULT_XID_WEIGHT = 0.4
+#: An Xid at least this severe on a job's host is itself evidence that the job stalled.
+XID_STALL_THRESHOLD = 0.8
+
+#: A link whose anomaly came from a transport error NCCL reported against it (the peer address
+#: lies at its far end) gains this factor.
+CORROBORATION_BOOST = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """Anomalies count fully at the stall and fade with distance from it.
+
+    Before the stall the fade is slow (a fault is first seen, then NCCL's transport retries
+    run out); after it, fast (telemetry lags the fault by at most a sampling interval, so a
+    much later anomaly is more likely a consequence than the cause).
+    """
+
+    lookback_s: float = 300.0
+    lookahead_s: float = 60.0
+    tau_before_s: float = 90.0
+    tau_after_s: float = 30.0
+
+    def factor(self, event_ns: int, stall_ns: int) -> float:
+        """Weight of an anomaly at `event_ns` for a stall at `stall_ns`, 0 outside the window.
+
+        >>> w = TimeWindow()
+        >>> w.factor(0, 0), round(w.factor(0, 90 * 10**9), 3), w.factor(0, 400 * 10**9)
+        (1.0, 0.368, 0.0)
+        """
+        delta_s = (event_ns - stall_ns) / 1e9
+        if delta_s < -self.lookback_s or delta_s > self.lookahead_s:
+            return 0.0
+        tau = self.tau_before_s if delta_s < 0 else self.tau_after_s
+        return math.exp(-abs(delta_s) / tau)
+
+
+def path_factor(crossing_probability: float) -> float:
+    """A link the job surely uses counts fully; one of many ECMP choices still counts half.
+
+    Halving, not scaling by the probability, because a fault on an ECMP member that did stall
+    the job means the job's flow was hashed onto it; the probability only says how often that
+    happens, and telemetry of the other members tells the rest.
+
+    >>> path_factor(1.0), path_factor(0.0), path_factor(1 / 32)
+    (1.0, 0.0, 0.515625)
+    """
+    if crossing_probability <= 0.0:
+        return 0.0
+    return 0.5 + 0.5 * min(crossing_probability, 1.0)
+
+
+def combine(scores: list[float]) -> float:
+    """Several independent pieces of evidence for one culprit: 1 - prod(1 - s).
+
+    >>> round(combine([0.5, 0.5]), 2), combine([])
+    (0.75, 0.0)
+    """
+    miss = 1.0
+    for s in scores:
+        miss *= 1.0 - min(max(s, 0.0), 1.0)
+    return 1.0 - miss
+
+
+def confidence(best: float, runner_up: float) -> float:
+    """Confidence in the top candidate: its own strength times its margin over the next one.
+
+    >>> confidence(0.9, 0.0), confidence(0.8, 0.8), confidence(0.0, 0.0)
+    (0.9, 0.4, 0.0)
+    """
+    if best <= 0.0:
+        return 0.0
+    return round(best * best / (best + runner_up), 4)

@@ -1,0 +1,205 @@
+"""Turning a job's view and the link anomalies around its stall into a ranked verdict.
+
+Pure: everything it needs is passed in. See scoring.py for the weights and the README's
+attribution page for the method in words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from railtrace.streams.attribution.jobs import JobView
+from railtrace.streams.attribution.scoring import (
+    CORROBORATION_BOOST,
+    DEFAULT_XID_WEIGHT,
+    KIND_WEIGHT,
+    XID_WEIGHT,
+    TimeWindow,
+    combine,
+    confidence,
+    path_factor,
+)
+from railtrace.streams.records import (
+    Candidate,
+    CauseKind,
+    Evidence,
+    JobState,
+    LinkEvent,
+    Verdict,
+)
+from railtrace.topology.fabric import Fabric
+
+#: Below this score nothing is blamed: the verdict says `unknown` rather than guess.
+MIN_BLAME_SCORE = 0.2
+MAX_CANDIDATES = 5
+MAX_EVIDENCE = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """What the correlator hands over: the job's links, the anomalies on them in the window,
+    and the links that NCCL's own error messages point at."""
+
+    weights: dict[str, float]
+    events: dict[str, list[LinkEvent]]
+    corroborated: frozenset[str]
+
+
+def xid_weight(xid: int) -> float:
+    return XID_WEIGHT.get(xid, DEFAULT_XID_WEIGHT)
+
+
+def stall_time(view: JobView, severe_xid_ns: int | None) -> int | None:
+    """When the job stopped: the earliest hang evidence, None when there is none.
+
+    A watchdog line dates the stall to the start of the collective that never finished, so it
+    usually moves the stall earlier than the transport error that was seen first.
+    """
+    times = [t.started_ns for t in view.timeouts if t.started_ns > 0]
+    times += [e.ts_ns for e in view.net_errors if e.ts_ns > 0]
+    times += [r.ts_ns for r in view.ras if r.ts_ns > 0]
+    if severe_xid_ns:
+        times.append(severe_xid_ns)
+    return min(times, default=None)
+
+
+def _link_candidate(
+    lid: str,
+    events: list[LinkEvent],
+    obs: Observations,
+    fabric: Fabric,
+    window: TimeWindow,
+    stalled_at: int,
+) -> Candidate | None:
+    scored = [(KIND_WEIGHT[e.kind] * window.factor(e.ts_ns, stalled_at), e) for e in events]
+    scored = [(s, e) for s, e in scored if s > 0]
+    if not scored:
+        return None
+    score = combine([s for s, _ in scored]) * path_factor(obs.weights.get(lid, 0.0))
+    evidence = [
+        Evidence(e.ts_ns, "gnmi", str(e.kind), lid, f"{e.device}:{e.interface} {e.detail}".strip())
+        for _, e in sorted(scored, key=lambda se: (-se[0], se[1].ts_ns))[:4]
+    ]
+    if lid in obs.corroborated:
+        score = min(1.0, score * CORROBORATION_BOOST)
+        evidence.append(
+            Evidence(
+                stalled_at,
+                "nccl",
+                "peer-error",
+                lid,
+                "an NCCL transport error names the peer across this link",
+            )
+        )
+    return Candidate(
+        CauseKind.LINK, round(score, 4), link=fabric.links[lid], evidence=tuple(evidence)
+    )
+
+
+def _node_candidates(view: JobView, window: TimeWindow, stalled_at: int) -> list[Candidate]:
+    by_host: dict[str, list[tuple[float, Evidence]]] = {}
+    for x in view.xids:
+        s = xid_weight(x.xid) * window.factor(x.ts_ns, stalled_at)
+        if s > 0:
+            ev = Evidence(
+                x.ts_ns,
+                "kernel",
+                f"xid-{x.xid}",
+                x.host,
+                f"Xid {x.xid} on GPU {x.pci}: {x.detail}".strip(),
+            )
+            by_host.setdefault(x.host, []).append((s, ev))
+    return [
+        Candidate(
+            CauseKind.NODE,
+            round(combine([s for s, _ in hits]), 4),
+            node=host,
+            evidence=tuple(ev for _, ev in hits[:4]),
+        )
+        for host, hits in sorted(by_host.items())
+    ]
+
+
+def _hang_evidence(view: JobView) -> list[Evidence]:
+    out: list[Evidence] = []
+    for t in sorted(view.timeouts, key=lambda t: t.ts_ns)[:3]:
+        out.append(
+            Evidence(
+                t.ts_ns,
+                "pytorch",
+                "watchdog-timeout",
+                f"rank {t.rank}",
+                f"{t.op} SeqNum={t.seq} ran for {t.ran_for_ms} ms (started {t.started_ns})",
+            )
+        )
+    for e in sorted(view.net_errors, key=lambda e: e.ts_ns)[:3]:
+        out.append(Evidence(e.ts_ns, "nccl", e.kind, e.host, e.detail[:300]))
+    for r in sorted(view.ras, key=lambda r: r.ts_ns)[:2]:
+        out.append(Evidence(r.ts_ns, "nccl", "ras", r.host or "", r.detail[:300]))
+    return out
+
+
+def build_verdict(
+    view: JobView,
+    obs: Observations,
+    fabric: Fabric,
+    window: TimeWindow,
+    stalled_at: int | None,
+    now_ns: int,
+) -> Verdict:
+    """The verdict for one job given everything observed up to `now_ns`."""
+    ranks, hosts = view.ranks, len(view.hosts)
+    if stalled_at is None:
+        state = JobState.HEALTHY if ranks or hosts else JobState.UNKNOWN
+        return Verdict(
+            view.job_id,
+            state,
+            None,
+            None,
+            CauseKind.UNKNOWN,
+            None,
+            None,
+            0.0,
+            ranks=ranks,
+            hosts=hosts,
+        )
+    candidates = [
+        c
+        for lid in sorted(obs.events)
+        if (c := _link_candidate(lid, obs.events[lid], obs, fabric, window, stalled_at))
+    ]
+    candidates += _node_candidates(view, window, stalled_at)
+    candidates.sort(key=lambda c: (-c.score, c.kind, c.link.link_id if c.link else c.node or ""))
+    best = candidates[0] if candidates else None
+    runner_up = candidates[1].score if len(candidates) > 1 else 0.0
+    evidence = _hang_evidence(view)
+    if best is None or best.score < MIN_BLAME_SCORE:
+        return Verdict(
+            view.job_id,
+            JobState.STALLED,
+            stalled_at,
+            now_ns,
+            CauseKind.UNKNOWN,
+            None,
+            None,
+            0.0,
+            tuple(candidates[:MAX_CANDIDATES]),
+            tuple(evidence[:MAX_EVIDENCE]),
+            ranks,
+            hosts,
+        )
+    evidence = sorted([*best.evidence, *evidence], key=lambda e: e.ts_ns)[:MAX_EVIDENCE]
+    return Verdict(
+        view.job_id,
+        JobState.STALLED,
+        stalled_at,
+        now_ns,
+        best.kind,
+        best.link,
+        best.node,
+        confidence(best.score, runner_up),
+        tuple(candidates[:MAX_CANDIDATES]),
+        tuple(evidence),
+        ranks,
+        hosts,
+    )

@@ -1,0 +1,124 @@
+"""Cabling plans in NetBox's cable bulk-import CSV, and the NICs' addresses in `hosts.csv`.
+
+Parsing takes text, not paths, so it is pure; a bad row is reported with its line number and
+skipped, and the rest of the plan is kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import ipaddress
+from dataclasses import dataclass, field
+
+from railtrace.streams.records import Endpoint
+
+CABLE_COLUMNS = (
+    "side_a_device",
+    "side_a_type",
+    "side_a_name",
+    "side_b_device",
+    "side_b_type",
+    "side_b_name",
+)
+INTERFACE_TYPE = "dcim.interface"
+HOSTS_COLUMNS = ("device", "interface", "ip")
+
+
+@dataclass(frozen=True, slots=True)
+class Cable:
+    a: Endpoint
+    b: Endpoint
+
+
+@dataclass(slots=True)
+class CablePlan:
+    cables: list[Cable] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _rows(
+    text: str, required: tuple[str, ...], what: str
+) -> tuple[list[tuple[int, dict[str, str]]], list[str]]:
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in required if c not in header]
+    if missing:
+        return [], [f"{what}: missing column(s) {', '.join(missing)}; header is {header}"]
+    reader.fieldnames = header
+    rows: list[tuple[int, dict[str, str]]] = []
+    errors: list[str] = []
+    try:
+        for row in reader:
+            values = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
+            rows.append((reader.line_num, values))
+    except csv.Error as exc:
+        errors.append(
+            f"{what} line {reader.line_num}: unreadable CSV ({exc}); rows after it skipped"
+        )
+    return rows, errors
+
+
+def parse_cables_csv(text: str) -> CablePlan:
+    """Read a NetBox cable import; extra columns are ignored, non-interface cables skipped.
+
+    >>> plan = parse_cables_csv(
+    ...     "side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name\\n"
+    ...     "node1,dcim.interface,mlx5_0,leaf1,dcim.interface,swp1\\n")
+    >>> plan.cables[0].a, plan.errors
+    (Endpoint(device='node1', interface='mlx5_0'), [])
+    """
+    rows, errors = _rows(text, CABLE_COLUMNS, "cables.csv")
+    plan = CablePlan(errors=errors)
+    seen: dict[Endpoint, int] = {}
+    for line, row in rows:
+        if not any(row.values()):
+            continue
+        if row["side_a_type"] != INTERFACE_TYPE or row["side_b_type"] != INTERFACE_TYPE:
+            plan.errors.append(
+                f"cables.csv line {line}: not an interface-to-interface cable "
+                f"({row['side_a_type']!r} / {row['side_b_type']!r}); skipped"
+            )
+            continue
+        a = Endpoint(row["side_a_device"], row["side_a_name"])
+        b = Endpoint(row["side_b_device"], row["side_b_name"])
+        if not all((a.device, a.interface, b.device, b.interface)):
+            plan.errors.append(f"cables.csv line {line}: empty device or interface name; skipped")
+            continue
+        if a == b:
+            plan.errors.append(
+                f"cables.csv line {line}: cable from {a.device}:{a.interface} to itself"
+            )
+            continue
+        clash = next((e for e in (a, b) if e in seen), None)
+        if clash is not None:
+            plan.errors.append(
+                f"cables.csv line {line}: {clash.device}:{clash.interface} is already cabled "
+                f"on line {seen[clash]}; skipped"
+            )
+            continue
+        seen[a] = seen[b] = line
+        plan.cables.append(Cable(a, b))
+    return plan
+
+
+def parse_hosts_csv(text: str) -> tuple[dict[str, Endpoint], list[str]]:
+    """Map NIC addresses to (host, RDMA device) so a NCCL error naming a peer IP lands on the graph.
+
+    >>> parse_hosts_csv("device,interface,ip\\nnode1,mlx5_0,10.0.0.1\\n")
+    ({'10.0.0.1': Endpoint(device='node1', interface='mlx5_0')}, [])
+    """
+    rows, errors = _rows(text, HOSTS_COLUMNS, "hosts.csv")
+    out: dict[str, Endpoint] = {}
+    for line, row in rows:
+        raw_ip = row["ip"].split("/")[0]
+        try:
+            ip = str(ipaddress.ip_address(raw_ip))
+        except ValueError:
+            errors.append(f"hosts.csv line {line}: {row['ip']!r} is not an IP address; skipped")
+            continue
+        if not row["device"] or not row["interface"]:
+            errors.append(f"hosts.csv line {line}: empty device or interface; skipped")
+            continue
+        out[ip] = Endpoint(row["device"], row["interface"])
+    return out, errors

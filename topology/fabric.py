@@ -1,0 +1,164 @@
+"""The cabled fabric as a networkx MultiGraph, with roles and rails inferred from its shape.
+
+Roles come from the graph, never from device names: hosts are the devices whose cabled
+interfaces are RDMA devices (the names NCCL prints, e.g. `mlx5_0`), leaves are the switches
+one hop from a host, spines one hop further, super-spines beyond. A host NIC's rail is its
+position among the host's NICs; a leaf's rail is the rail most of its host ports serve.
+Parallel cables between two switches are normal in a rail fabric, hence a MultiGraph keyed by
+link id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+import networkx as nx
+from railtrace.streams.records import Endpoint, LinkRef
+from railtrace.topology.attrs import IF_OF, RAIL, ROLE, TIER, Role
+from railtrace.topology.cabling import CablePlan
+
+#: RDMA device names as the kernel and NCCL print them (Mellanox/NVIDIA, Broadcom, Intel,
+#: AMD Pensando, Marvell/QLogic, Cornelis, AWS EFA, and udev-renamed RoCE/IB ports).
+RDMA_DEVICE = re.compile(
+    r"^(mlx[45]_(bond_)?\d+|bnxt_re\d+|irdma\d*[-_]?\w*|ionic_\d+|qedr\d+|hfi1_\d+|efa_\d+|"
+    r"erdma_\d+|rocep\w+|ibp\w+|roce\w*\d+)$"
+)
+
+_TIER_ROLES = {0: Role.HOST, 1: Role.LEAF, 2: Role.SPINE, 3: Role.SUPER_SPINE}
+
+
+def link_id(a: Endpoint, b: Endpoint) -> str:
+    """A stable id for a cable, the same whichever end is named first.
+
+    >>> link_id(Endpoint("leaf1", "swp1"), Endpoint("node1", "mlx5_0"))
+    'leaf1:swp1--node1:mlx5_0'
+    >>> link_id(Endpoint("node1", "mlx5_0"), Endpoint("leaf1", "swp1"))
+    'leaf1:swp1--node1:mlx5_0'
+    """
+    lo, hi = sorted(((a.device, a.interface), (b.device, b.interface)))
+    return f"{lo[0]}:{lo[1]}--{hi[0]}:{hi[1]}"
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+@dataclass(slots=True)
+class Fabric:
+    """A built fabric: the graph plus the indexes every lookup on the hot path needs."""
+
+    graph: nx.MultiGraph
+    links: dict[str, LinkRef] = field(default_factory=dict)
+    link_at: dict[Endpoint, str] = field(default_factory=dict)
+    nic_leaf: dict[Endpoint, str] = field(default_factory=dict)
+    nic_rail: dict[Endpoint, int] = field(default_factory=dict)
+    host_nics: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    address_of: dict[str, Endpoint] = field(default_factory=dict)
+
+    def role(self, device: str) -> Role | None:
+        data = self.graph.nodes.get(device)
+        return None if data is None else Role(data[ROLE])
+
+    def rail(self, device: str) -> int | None:
+        data = self.graph.nodes.get(device)
+        return None if data is None else data.get(RAIL)
+
+    def hosts(self) -> list[str]:
+        return sorted(self.host_nics)
+
+    def switches(self, role: Role | None = None) -> list[str]:
+        return sorted(
+            n
+            for n, d in self.graph.nodes(data=True)
+            if d[ROLE] != Role.HOST and (role is None or d[ROLE] == role)
+        )
+
+    def host_link(self, nic: Endpoint) -> str | None:
+        """The link id of the cable from a host NIC to its leaf."""
+        return self.link_at.get(nic)
+
+
+def build_fabric(plan: CablePlan, addresses: dict[str, Endpoint] | None = None) -> Fabric:
+    """Build the graph from a cable plan and infer roles, tiers and rails.
+
+    >>> from railtrace.topology.cabling import Cable
+    >>> plan = CablePlan([Cable(Endpoint("n1", "mlx5_0"), Endpoint("sw-a", "p1")),
+    ...                   Cable(Endpoint("sw-a", "p9"), Endpoint("sw-b", "p1"))])
+    >>> f = build_fabric(plan)
+    >>> f.role("n1"), f.role("sw-a"), f.role("sw-b"), f.rail("sw-a")
+    (<Role.HOST: 'host'>, <Role.LEAF: 'leaf'>, <Role.SPINE: 'spine'>, 0)
+    """
+    graph = nx.MultiGraph()
+    fabric = Fabric(graph=graph, address_of=dict(addresses or {}))
+    host_ifaces: dict[str, set[str]] = {}
+    for cable in plan.cables:
+        lid = link_id(cable.a, cable.b)
+        ref = LinkRef(lid, *sorted((cable.a, cable.b), key=lambda e: (e.device, e.interface)))
+        fabric.links[lid] = ref
+        fabric.link_at[cable.a] = lid
+        fabric.link_at[cable.b] = lid
+        graph.add_edge(
+            cable.a.device,
+            cable.b.device,
+            key=lid,
+            **{IF_OF: {cable.a.device: cable.a.interface, cable.b.device: cable.b.interface}},
+        )
+        for end in (cable.a, cable.b):
+            if RDMA_DEVICE.match(end.interface):
+                host_ifaces.setdefault(end.device, set()).add(end.interface)
+    for ep in fabric.address_of.values():
+        host_ifaces.setdefault(ep.device, set())
+    _assign_tiers(fabric, set(host_ifaces) & set(graph.nodes))
+    for host in sorted(host_ifaces):
+        if host not in graph:
+            continue
+        nics = tuple(
+            sorted(
+                (i for i in host_ifaces[host] if Endpoint(host, i) in fabric.link_at), key=_natural
+            )
+        )
+        fabric.host_nics[host] = nics
+        for rail, nic in enumerate(nics):
+            ep = Endpoint(host, nic)
+            fabric.nic_rail[ep] = rail
+            peer = _peer_device(fabric, ep)
+            if peer is not None and graph.nodes[peer][ROLE] == Role.LEAF:
+                fabric.nic_leaf[ep] = peer
+    _assign_leaf_rails(fabric)
+    return fabric
+
+
+def _peer_device(fabric: Fabric, ep: Endpoint) -> str | None:
+    lid = fabric.link_at.get(ep)
+    if lid is None:
+        return None
+    ref = fabric.links[lid]
+    return ref.b.device if ref.a == ep else ref.a.device
+
+
+def _assign_tiers(fabric: Fabric, hosts: set[str]) -> None:
+    """Breadth-first from every host at once: the hop count is the tier."""
+    graph = fabric.graph
+    tier: dict[str, int] = dict.fromkeys(hosts, 0)
+    queue = deque(sorted(hosts))
+    while queue:
+        node = queue.popleft()
+        for nbr in sorted(graph.adj[node]):
+            if nbr not in tier:
+                tier[nbr] = tier[node] + 1
+                queue.append(nbr)
+    for node in graph.nodes:
+        t = tier.get(node)
+        graph.nodes[node][TIER] = t
+        graph.nodes[node][ROLE] = _TIER_ROLES.get(t, Role.SWITCH) if t is not None else Role.SWITCH
+
+
+def _assign_leaf_rails(fabric: Fabric) -> None:
+    votes: dict[str, Counter[int]] = {}
+    for nic, leaf in fabric.nic_leaf.items():
+        votes.setdefault(leaf, Counter())[fabric.nic_rail[nic]] += 1
+    for leaf, counter in votes.items():
+        rail, _ = min(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+        fabric.graph.nodes[leaf][RAIL] = rail

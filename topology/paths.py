@@ -1,0 +1,153 @@
+"""Which links a flow between two NICs can cross, and how likely it crosses each.
+
+A flow from one NIC to another leaves on its host cable, climbs from its leaf to the lowest
+tier that reaches the other leaf, and comes down. Switches spread flows over every equal-cost
+next hop (ECMP), each parallel cable counting once, so the chance that a flow crosses a link is
+found by pushing probability 1 from the source leaf down the shortest-path DAG towards the
+target leaf, split evenly at each switch over its equal-cost cables. Hosts are never transit.
+
+Results are cached per (leaf, leaf) pair: a 2,304-rank job has thousands of flows but only a
+few thousand distinct leaf pairs even at 288 nodes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+from railtrace.streams.records import Endpoint
+from railtrace.topology.attrs import ROLE, Role
+from railtrace.topology.fabric import Fabric
+
+LinkWeights = dict[str, float]
+
+
+class PathFinder:
+    """Path sets over one fabric. Holds only caches; the fabric itself is never changed.
+
+    >>> from railtrace.topology.reference import rail_optimized
+    >>> from railtrace.topology.fabric import build_fabric
+    >>> design = rail_optimized(nodes=64)
+    >>> pf = PathFinder(build_fabric(design.plan))
+    >>> a, b = Endpoint(design.hosts[0], "mlx5_0"), Endpoint(design.hosts[40], "mlx5_0")
+    >>> w = pf.flow_links(a, b)
+    >>> round(sum(w.values()), 6)  # 2 host cables, 1 leaf->spine hop, 1 spine->leaf hop
+    4.0
+    """
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        self._switch_adj: dict[str, dict[str, list[str]]] = {}
+        for node, nbrs in fabric.graph.adj.items():
+            if fabric.graph.nodes[node][ROLE] == Role.HOST:
+                continue
+            self._switch_adj[node] = {
+                nbr: sorted(keys)
+                for nbr, keys in nbrs.items()
+                if fabric.graph.nodes[nbr][ROLE] != Role.HOST
+            }
+        self._dist: dict[str, dict[str, int]] = {}
+        self._leaf_pairs: dict[tuple[str, str], LinkWeights] = {}
+
+    def _distances_to(self, target: str) -> dict[str, int]:
+        dist = self._dist.get(target)
+        if dist is None:
+            dist = {target: 0}
+            queue = deque([target])
+            while queue:
+                node = queue.popleft()
+                for nbr in self._switch_adj[node]:
+                    if nbr not in dist:
+                        dist[nbr] = dist[node] + 1
+                        queue.append(nbr)
+            self._dist[target] = dist
+        return dist
+
+    def leaf_to_leaf(self, src: str, dst: str) -> LinkWeights:
+        """Crossing probability of each switch-to-switch link for a flow from `src` to `dst`."""
+        key = (src, dst)
+        cached = self._leaf_pairs.get(key)
+        if cached is not None:
+            return cached
+        weights: LinkWeights = {}
+        dist = self._distances_to(dst)
+        if src != dst and src in dist:
+            mass = {src: 1.0}
+            frontier = [src]
+            while frontier:
+                nxt: dict[str, float] = {}
+                for node in frontier:
+                    hops = [
+                        (nbr, lid)
+                        for nbr, lids in self._switch_adj[node].items()
+                        if dist.get(nbr) == dist[node] - 1
+                        for lid in lids
+                    ]
+                    share = mass[node] / len(hops)
+                    for nbr, lid in hops:
+                        weights[lid] = weights.get(lid, 0.0) + share
+                        nxt[nbr] = nxt.get(nbr, 0.0) + share
+                mass = nxt
+                frontier = [n for n in sorted(nxt) if n != dst]
+        self._leaf_pairs[key] = weights
+        return weights
+
+    def flow_links(self, src: Endpoint, dst: Endpoint) -> LinkWeights:
+        """Every link a flow between two host NICs may cross, with its crossing probability.
+
+        Unknown NICs (not in the cabling plan) give an empty set: nothing can be blamed on a
+        path railtrace cannot place.
+        """
+        fabric = self.fabric
+        src_link, dst_link = fabric.link_at.get(src), fabric.link_at.get(dst)
+        src_leaf, dst_leaf = fabric.nic_leaf.get(src), fabric.nic_leaf.get(dst)
+        if src_link is None or dst_link is None or src_leaf is None or dst_leaf is None:
+            return {}
+        if src_leaf != dst_leaf and not self.leaf_to_leaf(src_leaf, dst_leaf):
+            return {}
+        weights = dict(self.leaf_to_leaf(src_leaf, dst_leaf))
+        weights[src_link] = 1.0
+        weights[dst_link] = 1.0
+        return weights
+
+    def candidate_paths(
+        self, src: Endpoint, dst: Endpoint, limit: int = 10_000
+    ) -> Iterator[tuple[str, ...]]:
+        """Enumerate the explicit link-by-link paths (the ECMP set), for display and checks.
+
+        The count multiplies with every tier, so callers that only need weights should use
+        `flow_links`; `limit` bounds the enumeration.
+        """
+        fabric = self.fabric
+        src_link, dst_link = fabric.link_at.get(src), fabric.link_at.get(dst)
+        src_leaf, dst_leaf = fabric.nic_leaf.get(src), fabric.nic_leaf.get(dst)
+        if src_link is None or dst_link is None or src_leaf is None or dst_leaf is None:
+            return
+        dist = self._distances_to(dst_leaf)
+        if src_leaf not in dist:
+            return
+        emitted = 0
+        stack: list[tuple[str, tuple[str, ...]]] = [(src_leaf, (src_link,))]
+        while stack and emitted < limit:
+            node, path = stack.pop()
+            if node == dst_leaf:
+                emitted += 1
+                yield (*path, dst_link)
+                continue
+            for nbr in sorted(self._switch_adj[node], reverse=True):
+                if dist.get(nbr) == dist[node] - 1:
+                    for lid in reversed(self._switch_adj[node][nbr]):
+                        stack.append((nbr, (*path, lid)))
+
+
+def union_weights(per_flow: Iterable[LinkWeights]) -> LinkWeights:
+    """Chance that at least one of several independent flows crosses each link.
+
+    >>> union_weights([{"l1": 0.5}, {"l1": 0.5, "l2": 1.0}])
+    {'l1': 0.75, 'l2': 1.0}
+    """
+    miss: dict[str, float] = {}
+    for weights in per_flow:
+        for lid, p in weights.items():
+            miss[lid] = miss.get(lid, 1.0) * (1.0 - min(p, 1.0))
+    return {lid: 1.0 - m for lid, m in miss.items()}
