@@ -306,7 +306,7 @@ class CauseKind(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Endpoint:
     """One end of a link: a device and one of its interfaces, named as in `cables.csv`."""
 

@@ -1,0 +1,388 @@
+"""`railtrace`: the command line, and the one place where every component is wired together.
+
+Each command builds its settings, opens what it needs, and hands those to the core or the
+adapters; none of them holds logic of its own beyond presenting results.
+"""
+
+from __future__ import annotations
+
+import shutil
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from railtrace import __version__
+from railtrace.logconfig import configure
+from railtrace.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="railtrace",
+    help="Which fabric link stalled job X? railtrace reads switch telemetry and NCCL/PyTorch "
+    "logs, places every job on the rail fabric, and names the link (or node) that stalled it, "
+    "with the evidence.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+
+class FaultChoice(StrEnum):
+    LINK_DOWN = "link-down"
+    FLAP = "flap"
+    CRC_BURST = "crc-burst"
+    PFC_STORM = "pfc-storm"
+    NIC_DOWN = "nic-down"
+    GPU_XID = "gpu-xid"
+    NONE = "none"
+
+
+class StateChoice(StrEnum):
+    STALLED = "stalled"
+    SLOW = "slow"
+    HEALTHY = "healthy"
+    UNKNOWN = "unknown"
+
+
+DataOpt = Annotated[
+    Path | None,
+    typer.Option("--data", help="Data directory of the embedded store (default: from settings)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _settings(ctx: typer.Context, data: Path | None = None) -> Settings:
+    settings: Settings = ctx.obj
+    if data is not None:
+        settings = settings.model_copy(
+            update={"store": settings.store.model_copy(update={"data_dir": data})}
+        )
+    return settings
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", envvar="RAILTRACE_CONFIG", help="TOML settings file."),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "WARNING",
+    log_json: Annotated[bool, typer.Option(help="Log as JSON lines.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    if version:
+        console.print(f"railtrace {__version__}")
+        raise typer.Exit()
+    try:
+        settings = load_settings(config)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(f"bad settings: {exc}") from exc
+    configure(log_level, log_json or settings.log_json)
+    ctx.obj = settings
+
+
+@contextmanager
+def _progress():  # type: ignore[no-untyped-def]
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        yield bar
+
+
+@app.command()
+def simulate(
+    out_dir: Annotated[Path, typer.Argument(help="Where to write the capture.")],
+    nodes: Annotated[int, typer.Option(min=2, help="Cluster size (8-GPU nodes).")] = 64,
+    fault: Annotated[FaultChoice, typer.Option(help="What goes wrong.")] = FaultChoice.LINK_DOWN,
+    seed: Annotated[int, typer.Option(help="One seed names one incident.")] = 1,
+    watchdog: Annotated[int, typer.Option(min=10, help="PyTorch NCCL timeout, seconds.")] = 600,
+    sample_interval: Annotated[int, typer.Option(min=1, help="gNMI sample interval, s.")] = 10,
+) -> None:
+    """Simulate an incident on a rail-optimized cluster and write it as a capture directory
+    (cables.csv, hosts.csv, gnmi/, logs/) plus its ground truth in truth.json."""
+    from railtrace.simulate import Fault
+
+    truth = _simulate(out_dir, nodes, Fault(fault.value), seed, watchdog, sample_interval)
+    console.print(f"Wrote capture to {out_dir} ({truth['nodes']} nodes, fault {truth['fault']}).")
+
+
+def _simulate(
+    out_dir: Path, nodes: int, fault: object, seed: int, watchdog: int, sample: int
+) -> dict[str, object]:
+    from railtrace.simulate import Fault, write_capture
+
+    assert isinstance(fault, Fault)
+    with _progress() as bar:
+        task = bar.add_task("simulate", total=None)
+        truth = write_capture(
+            out_dir,
+            nodes,
+            fault,
+            seed,
+            watchdog_s=watchdog,
+            sample_s=sample,
+            progress=lambda n: bar.advance(task, n),
+        )
+    return truth
+
+
+def _replay_into(settings: Settings, capture_dir: Path) -> object:
+    from railtrace.render import replay_summary
+    from railtrace.replay import CaptureError, open_capture, replay
+    from railtrace.store import StoreLockedError, open_store
+
+    try:
+        capture = open_capture(capture_dir)
+    except CaptureError as exc:
+        raise _fail(str(exc)) from exc
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError as exc:
+        raise _fail(f"{exc}. Stop that process or replay into another --data directory.") from exc
+    try:
+        store.migrate()
+        with _progress() as bar:
+            tasks: dict[str, int] = {}
+
+            def tick(stage: str, n: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.advance(tasks[stage], n)  # type: ignore[arg-type]
+
+            report = replay(capture, store, batch_rows=settings.store.batch_rows, progress=tick)
+    finally:
+        store.close()
+    replay_summary(err, report)
+    return report
+
+
+@app.command("replay")
+def replay_cmd(
+    ctx: typer.Context,
+    capture_dir: Annotated[
+        Path, typer.Argument(help="Capture directory (cables.csv, gnmi/, logs/).")
+    ],
+    data: DataOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a capture through the attribution in event time and store the results."""
+    from railtrace.render import verdict_table
+    from railtrace.replay import ReplayReport
+
+    settings = _settings(ctx, data)
+    report = _replay_into(settings, capture_dir)
+    assert isinstance(report, ReplayReport)
+    if json_out:
+        from railtrace.api.schemas import VerdictOut
+
+        docs = [VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts]
+        console.print_json(orjson.dumps(docs).decode())
+    else:
+        console.print(verdict_table(report.verdicts))
+        console.print(
+            f"Stored in {settings.store.data_dir}. "
+            f"Ask: railtrace verdict JOB_ID --data {settings.store.data_dir}"
+        )
+
+
+def _through_owner(settings: Settings, path: str) -> object:
+    """Read from the process that holds the chDB directory, through its API."""
+    from railtrace.store import read_owner
+
+    owner = read_owner(settings.store.data_dir)
+    if owner is None or owner.api_url is None:
+        raise _fail(
+            f"{settings.store.data_dir} is held by another process that serves no API; "
+            "wait for it to finish or start `railtrace serve` on it"
+        )
+    try:
+        with urllib.request.urlopen(owner.api_url.rstrip("/") + path, timeout=10) as resp:
+            return orjson.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        detail = orjson.loads(exc.read() or b"{}").get("detail", str(exc))
+        raise _fail(str(detail), 2 if exc.code == 404 else 1) from exc
+    except (urllib.error.URLError, TimeoutError) as exc:
+        raise _fail(
+            f"the API of the owning process at {owner.api_url} did not answer: {exc}"
+        ) from exc
+
+
+@app.command()
+def verdict(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(help="The job id (the logs/<job_id>/ folder name).")],
+    data: DataOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Which link stalled JOB_ID: the verdict, its candidates and the evidence."""
+    from railtrace.api.schemas import VerdictOut
+    from railtrace.render import print_verdict
+    from railtrace.store import StoreLockedError, open_store
+
+    settings = _settings(ctx, data)
+    if not settings.store.clickhouse_url and not settings.store.data_dir.is_dir():
+        raise _fail(f"no data directory {settings.store.data_dir}; run `railtrace replay` first")
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError:
+        doc = _through_owner(settings, f"/v1/jobs/{job_id}/verdict")
+        out = VerdictOut.model_validate(doc)
+        if json_out:
+            console.print_json(out.model_dump_json())
+        else:
+            print_verdict(console, out.to_record())
+        return
+    try:
+        found = store.get_verdict(job_id)
+    finally:
+        store.close()
+    if found is None:
+        raise _fail(
+            f"no job {job_id!r} in {settings.store.data_dir}; `railtrace jobs` lists them", 2
+        )
+    if json_out:
+        console.print_json(VerdictOut.from_record(found).model_dump_json())
+    else:
+        print_verdict(console, found)
+
+
+@app.command()
+def jobs(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    state: Annotated[StateChoice | None, typer.Option(help="Only jobs in this state.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the jobs in the store with their current verdicts."""
+    from railtrace.api.schemas import VerdictOut
+    from railtrace.render import verdict_table
+    from railtrace.store import StoreLockedError, open_store
+    from railtrace.streams.records import JobState
+
+    settings = _settings(ctx, data)
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError:
+        query = f"?state={state.value}" if state else ""
+        console.print_json(orjson.dumps(_through_owner(settings, f"/v1/jobs{query}")).decode())
+        return
+    try:
+        rows = store.list_jobs(JobState(state.value) if state else None, limit=1000, offset=0)
+        found = [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
+    finally:
+        store.close()
+    if json_out:
+        docs = [VerdictOut.from_record(v).model_dump(mode="json") for v in found]
+        console.print_json(orjson.dumps(docs).decode())
+    else:
+        console.print(verdict_table(found))
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (default 8000).")] = None,
+) -> None:
+    """Serve the HTTP API (GET /v1/jobs, /v1/jobs/{id}/verdict) over the store."""
+    import uvicorn
+
+    from railtrace.api.app import create_app
+    from railtrace.store import StoreLockedError, open_store, remove_owner, write_owner
+
+    settings = _settings(ctx, data)
+    bind_host = host or settings.api.host
+    bind_port = port or settings.api.port
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError as exc:
+        raise _fail(str(exc)) from exc
+    try:
+        store.migrate()
+        url = f"http://{bind_host}:{bind_port}"
+        if not settings.store.clickhouse_url:
+            write_owner(settings.store.data_dir, url)
+        err.print(f"railtrace API on {url}  (try {url}/v1/jobs?state=stalled, {url}/docs)")
+        uvicorn.run(create_app(store), host=bind_host, port=bind_port, log_level="warning")
+    finally:
+        if not settings.store.clickhouse_url:
+            remove_owner(settings.store.data_dir)
+        store.close()
+
+
+DEMO_MARK = ".railtrace-demo"
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    workdir: Annotated[Path, typer.Option(help="Where the demo writes its capture and store.")] = (
+        Path("railtrace-demo")
+    ),
+    nodes: Annotated[int, typer.Option(min=2)] = 64,
+    fault: Annotated[FaultChoice, typer.Option()] = FaultChoice.LINK_DOWN,
+    seed: Annotated[int, typer.Option()] = 7,
+) -> None:
+    """Simulate a 64-node cluster with a fault, replay it, and show which link stalled which job."""
+    from railtrace.render import verdict_table
+    from railtrace.replay import ReplayReport
+    from railtrace.simulate import Fault
+
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / DEMO_MARK).exists():
+        raise _fail(f"{workdir} exists and is not a railtrace demo directory; pick --workdir")
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    (workdir / DEMO_MARK).touch()
+    capture, data = workdir / "capture", workdir / "data"
+    console.rule(f"railtrace demo: {nodes} nodes, fault {fault.value}, seed {seed}")
+    truth = _simulate(capture, nodes, Fault(fault.value), seed, 600, 10)
+    settings = _settings(ctx, data)
+    report = _replay_into(settings, capture)
+    assert isinstance(report, ReplayReport)
+    console.print(verdict_table(report.verdicts))
+    _say_truth(truth)
+    stalled = [v.job_id for v in report.verdicts if v.state == "stalled"]
+    job = stalled[0] if stalled else (report.verdicts[0].job_id if report.verdicts else "JOB")
+    console.print(
+        "\nNext:\n"
+        f"  railtrace verdict {job} --data {data}          # the evidence, in the terminal\n"
+        f"  railtrace serve --data {data}                  # then, in another shell:\n"
+        f"  curl -s http://127.0.0.1:8000/v1/jobs/{job}/verdict\n"
+        "  curl -s 'http://127.0.0.1:8000/v1/jobs?state=stalled'"
+    )
+
+
+def _say_truth(truth: dict[str, object]) -> None:
+    link = truth.get("fault_link")
+    node = truth.get("fault_node")
+    if isinstance(link, dict):
+        console.print(f"Simulated fault: {truth['fault']} on link {link['id']}")
+    elif node:
+        console.print(f"Simulated fault: {truth['fault']} on node {node}")
+    else:
+        console.print("Simulated fault: none (only unrelated anomalies on idle links)")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,84 @@
+"""How verdicts look in a terminal: rich tables a network engineer reads at a glance."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from railtrace.api.schemas import iso_utc
+from railtrace.replay import ReplayReport
+from railtrace.streams.records import CauseKind, JobState, Verdict
+
+_STATE_STYLE = {
+    JobState.STALLED: "bold red",
+    JobState.SLOW: "yellow",
+    JobState.HEALTHY: "green",
+    JobState.UNKNOWN: "dim",
+}
+
+
+def cause_text(v: Verdict) -> str:
+    if v.cause_kind == CauseKind.LINK and v.cause_link is not None:
+        a, b = v.cause_link.a, v.cause_link.b
+        return f"link {a.device}:{a.interface} <-> {b.device}:{b.interface}"
+    if v.cause_kind == CauseKind.NODE and v.cause_node is not None:
+        return f"node {v.cause_node}"
+    return "unknown" if v.state == JobState.STALLED else "-"
+
+
+def verdict_table(verdicts: list[Verdict], title: str = "Jobs and verdicts") -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("job", "state", "ranks", "stalled at (UTC)", "cause", "confidence", "known after"):
+        table.add_column(col, no_wrap=col in {"job", "state"})
+    for v in verdicts:
+        after = ""
+        if v.stalled_at_ns is not None and v.decided_at_ns is not None:
+            after = f"{max(0, v.decided_at_ns - v.stalled_at_ns) / 1e9:.0f} s"
+        table.add_row(
+            v.job_id,
+            f"[{_STATE_STYLE[v.state]}]{v.state}[/]",
+            str(v.ranks),
+            iso_utc(v.stalled_at_ns)[:19].replace("T", " ") if v.stalled_at_ns else "",
+            cause_text(v),
+            f"{v.confidence:.2f}" if v.state == JobState.STALLED else "",
+            after,
+        )
+    return table
+
+
+def print_verdict(console: Console, v: Verdict) -> None:
+    console.print(verdict_table([v], title=f"Job {v.job_id}"))
+    if v.candidates:
+        cand = Table(title="Candidates (best first)", title_justify="left")
+        for col in ("kind", "link / node", "score", "evidence"):
+            cand.add_column(col)
+        for c in v.candidates:
+            who = c.link.link_id if c.link is not None else (c.node or "")
+            ev = "; ".join(f"{e.kind}: {e.detail}" for e in c.evidence[:2])
+            cand.add_row(str(c.kind), who, f"{c.score:.3f}", ev)
+        console.print(cand)
+    if v.evidence:
+        ev_table = Table(title="Evidence timeline", title_justify="left")
+        for col in ("time (UTC)", "source", "kind", "about", "detail"):
+            ev_table.add_column(col)
+        for e in v.evidence:
+            ev_table.add_row(iso_utc(e.ts_ns), e.source, e.kind, e.subject, e.detail)
+        console.print(ev_table)
+
+
+def replay_summary(console: Console, report: ReplayReport) -> None:
+    seconds = report.decode_s + report.process_s
+    console.print(
+        f"Replayed {report.telemetry_values:,} telemetry values and {report.log_lines:,} log lines"
+        f" ({report.facts:,} job facts) in {seconds:.1f} s; "
+        f"{report.samples:,} link samples, {report.link_events:,} link events stored."
+    )
+    dead = sum(report.dead_letters.values())
+    if dead or report.unknown_interfaces or report.plan_errors:
+        console.print(
+            f"[yellow]Skipped input:[/] {dead} dead letters "
+            f"({', '.join(f'{k} {n}' for k, n in sorted(report.dead_letters.items()))}), "
+            f"{report.unknown_interfaces} events on interfaces not in cables.csv, "
+            f"{len(report.plan_errors)} cabling-plan problems"
+            + (f" (first: {report.plan_errors[0]})" if report.plan_errors else "")
+        )

@@ -1,0 +1,9 @@
+"""The embedded replay: a capture directory through the core into a store, on one machine.
+
+Owns file reading; the core it drives (`railtrace.streams.pipeline`) stays I/O-free.
+"""
+
+from railtrace.replay.capture import Capture, CaptureError, open_capture
+from railtrace.replay.runner import ReplayReport, Sink, replay
+
+__all__ = ["Capture", "CaptureError", "ReplayReport", "Sink", "open_capture", "replay"]

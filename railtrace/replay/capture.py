@@ -1,0 +1,65 @@
+"""Reading a capture directory: what an engineer collected around an incident.
+
+Layout (formats as the tools write them): `cables.csv` (NetBox cable import), optional
+`hosts.csv` (NIC addresses), `gnmi/*.json|*.jsonl` (gnmic file output, json or event format),
+`logs/<job_id>/*` (ranks' stdout/stderr and hosts' kernel logs). A missing cabling plan is an
+error, since nothing can be placed without it; everything else is optional.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from railtrace.topology.cabling import parse_cables_csv, parse_hosts_csv
+from railtrace.topology.fabric import Fabric, build_fabric
+
+GNMI_SUFFIXES = (".json", ".jsonl")
+
+
+class CaptureError(ValueError):
+    """The capture cannot be replayed at all (as opposed to bad lines, which are dead-lettered)."""
+
+
+@dataclass(slots=True)
+class Capture:
+    root: Path
+    fabric: Fabric
+    plan_errors: list[str] = field(default_factory=list)
+    gnmi_files: list[Path] = field(default_factory=list)
+    log_files: dict[str, list[Path]] = field(default_factory=dict)
+
+    @property
+    def log_file_count(self) -> int:
+        return sum(len(v) for v in self.log_files.values())
+
+
+def open_capture(root: Path) -> Capture:
+    """Load the plan and list the inputs; raises CaptureError when there is nothing to replay."""
+    if not root.is_dir():
+        raise CaptureError(f"{root} is not a directory; expected a capture with cables.csv")
+    cables = root / "cables.csv"
+    if not cables.is_file():
+        raise CaptureError(
+            f"{root} has no cables.csv: the cabling plan (NetBox cable import CSV) is required"
+        )
+    plan = parse_cables_csv(cables.read_text(errors="replace"))
+    errors = list(plan.errors)
+    if not plan.cables:
+        raise CaptureError(f"{cables} holds no usable cable: " + "; ".join(errors[:3]))
+    addresses = {}
+    hosts = root / "hosts.csv"
+    if hosts.is_file():
+        addresses, host_errors = parse_hosts_csv(hosts.read_text(errors="replace"))
+        errors.extend(host_errors)
+    fabric = build_fabric(plan, addresses)
+    gnmi_dir = root / "gnmi"
+    gnmi = sorted(p for p in gnmi_dir.glob("*") if p.suffix in GNMI_SUFFIXES and p.is_file())
+    logs: dict[str, list[Path]] = {}
+    logs_dir = root / "logs"
+    if logs_dir.is_dir():
+        for job_dir in sorted(p for p in logs_dir.iterdir() if p.is_dir()):
+            files = sorted(p for p in job_dir.rglob("*") if p.is_file())
+            if files:
+                logs[job_dir.name] = files
+    return Capture(root, fabric, errors, gnmi, logs)
