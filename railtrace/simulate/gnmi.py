@@ -169,43 +169,16 @@ def event_messages(item: PortSample | PortState, platform: str) -> list[list[dic
         ]
     ]
     if platform == "cumulus":
-        out.append(
-            [
-                _event(
-                    dev,
-                    platform,
-                    "pfc",
-                    ts,
-                    iface,
-                    {
-                        "/qos/interfaces/interface/switch-priority/state/counters/in-pause-pkts": c[
-                            "pfc_rx"
-                        ],
-                        "/qos/interfaces/interface/switch-priority/state/counters/out-pause-pkts": c[
-                            "pfc_tx"
-                        ],
-                    },
-                    {"switch-priority_priority": "3"},
-                    iface_tag="interface_interface-id",
-                )
+        qos = "/qos/interfaces/interface/switch-priority/state/counters"
+        pfc = {f"{qos}/in-pause-pkts": c["pfc_rx"], f"{qos}/out-pause-pkts": c["pfc_tx"]}
+        prio = {"switch-priority_priority": "3"}
+        out.append([_event(dev, platform, "pfc", ts, iface, pfc, prio, "interface_interface-id")])
+        fec = {
+            "/interfaces/interface/phy/fec/state/rs-fec-uncorrectable-blocks": c[
+                "fec_uncorrectable"
             ]
-        )
-        out.append(
-            [
-                _event(
-                    dev,
-                    platform,
-                    "fec",
-                    ts,
-                    iface,
-                    {
-                        "/interfaces/interface/phy/fec/state/rs-fec-uncorrectable-blocks": c[
-                            "fec_uncorrectable"
-                        ]
-                    },
-                )
-            ]
-        )
+        }
+        out.append([_event(dev, platform, "fec", ts, iface, fec)])
     return out
 
 
