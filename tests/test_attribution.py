@@ -1,0 +1,223 @@
+"""Attribution on hand-made records: what it blames, what it refuses to blame, and when."""
+
+from __future__ import annotations
+
+import pytest
+
+from railtrace.streams.attribution import Correlator
+from railtrace.streams.records import (
+    CauseKind,
+    ChannelEdge,
+    CollectiveTimeout,
+    Endpoint,
+    JobState,
+    LinkEvent,
+    LinkEventKind,
+    LogOrigin,
+    NetDevice,
+    NetDevices,
+    NetError,
+    RankInfo,
+    XidEvent,
+)
+from railtrace.topology import build_fabric, rail_optimized
+
+S = 1_000_000_000
+T0 = 1_780_000_000 * S
+O = LogOrigin("test.log", 1)
+JOB = "job1"
+# Two nodes in different scalable units, so their rail-0 hop crosses a spine.
+HOST_A, HOST_B = "hgx-su01-32", "hgx-su02-01"
+
+
+@pytest.fixture(scope="module")
+def design():
+    return rail_optimized(64)
+
+
+def _fabric(design):
+    fabric = build_fabric(design.plan)
+    fabric.address_of.update(
+        {"10.0.0.1": Endpoint(HOST_A, "mlx5_0"), "10.0.0.2": Endpoint(HOST_B, "mlx5_0")}
+    )
+    return fabric
+
+
+def _job_facts(both_ends: bool = True) -> list:
+    devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
+    facts = [
+        NetDevices(T0, JOB, HOST_A, 100, devs, O),
+        NetDevices(T0, JOB, HOST_B, 200, devs, O),
+        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, O),
+        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, O),
+        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, O),
+    ]
+    if both_ends:
+        facts.append(ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, O))
+    return facts
+
+
+def _timeout(at_ns: int, ran_for_s: int = 600) -> CollectiveTimeout:
+    return CollectiveTimeout(
+        at_ns, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, ran_for_s * 1000, at_ns - ran_for_s * S, O
+    )
+
+
+def _feed(corr: Correlator, records: list) -> list:
+    out = []
+    for r in sorted(records, key=lambda r: r.ts_ns):
+        out.extend(corr.observe(r))
+    return out
+
+
+def _uplink_of(corr: Correlator) -> str:
+    weights = corr.job_links(JOB)
+    return sorted(lid for lid in weights if "spine" in lid and lid.startswith("leaf-su01-r0"))[0]
+
+
+def test_host_cable_down_before_the_stall_is_blamed_with_its_two_ends(design):
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    _feed(
+        corr,
+        [
+            *_job_facts(),
+            LinkEvent(fault, "leaf-su01-r0", "swp32", LinkEventKind.DOWN),
+            _timeout(fault + 600 * S, ran_for_s=600),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED and v.cause_kind == CauseKind.LINK
+    assert v.cause_link is not None
+    assert {v.cause_link.a, v.cause_link.b} == {
+        Endpoint(HOST_A, "mlx5_0"),
+        Endpoint("leaf-su01-r0", "swp32"),
+    }
+    assert v.confidence > 0.5
+
+
+def test_spine_uplink_down_is_blamed_though_ecmp_made_it_one_of_32(design):
+    corr = Correlator(_fabric(design))
+    _feed(corr, _job_facts())
+    uplink = _uplink_of(corr)
+    leaf_end = corr.fabric.links[uplink].a
+    fault = T0 + 100 * S
+    _feed(
+        corr,
+        [
+            LinkEvent(fault, leaf_end.device, leaf_end.interface, LinkEventKind.DOWN),
+            _timeout(fault + 601 * S, ran_for_s=601),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.cause_link is not None and v.cause_link.link_id == uplink
+
+
+def test_anomaly_on_a_link_the_job_does_not_use_is_not_blamed(design):
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    # hgx-su01-05's cable: not on the job's path.
+    _feed(
+        corr,
+        [
+            *_job_facts(),
+            LinkEvent(fault, "leaf-su01-r0", "swp5", LinkEventKind.DOWN),
+            _timeout(fault + 600 * S),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert v.cause_kind == CauseKind.UNKNOWN and v.cause_link is None
+    assert v.candidates == ()
+
+
+def test_job_that_did_not_stall_is_healthy_even_if_its_link_flapped(design):
+    corr = Correlator(_fabric(design))
+    _feed(corr, [*_job_facts(), LinkEvent(T0 + 5 * S, "leaf-su01-r0", "swp32", LinkEventKind.FLAP)])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.HEALTHY and v.cause_kind == CauseKind.UNKNOWN
+    assert v.ranks == 2 and v.hosts == 2
+
+
+def test_anomaly_long_before_the_stall_is_outside_the_window(design):
+    corr = Correlator(_fabric(design))
+    _feed(
+        corr,
+        [
+            *_job_facts(),
+            LinkEvent(T0 + 1 * S, "leaf-su01-r0", "swp32", LinkEventKind.DOWN),
+            _timeout(T0 + 2000 * S, ran_for_s=600),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.cause_kind == CauseKind.UNKNOWN
+
+
+def test_gpu_off_the_bus_blames_the_node_not_its_links(design):
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    _feed(
+        corr,
+        [
+            *_job_facts(),
+            XidEvent(fault, JOB, HOST_B, "0000:18:00", 79, "GPU has fallen off the bus.", O),
+            LinkEvent(fault + 3 * S, "leaf-su02-r0", "swp1", LinkEventKind.TRAFFIC_DROP),
+            _timeout(fault + 600 * S),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.cause_kind == CauseKind.NODE and v.cause_node == HOST_B
+    assert v.confidence > 0.5
+
+
+def test_verdict_is_decided_at_the_event_that_completed_it_and_never_earlier(design):
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    err_at = fault + 25 * S
+    updates = _feed(
+        corr,
+        [
+            *_job_facts(),
+            LinkEvent(fault, "leaf-su01-r0", "swp32", LinkEventKind.DOWN),
+            NetError(err_at, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", O),
+            _timeout(fault + 600 * S),
+        ],
+    )
+    blamed = [u for u in updates if u.cause_kind == CauseKind.LINK]
+    assert blamed, updates
+    assert blamed[0].decided_at_ns == err_at
+    (final,) = corr.verdicts()
+    assert final.decided_at_ns == err_at  # the watchdog refined the stall time, not the answer
+    assert final.stalled_at_ns == fault - 0  # the watchdog dates the stall to the collective start
+
+
+def test_net_error_naming_the_peer_breaks_a_tie_between_two_down_links(design):
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    _feed(corr, _job_facts())
+    uplink = _uplink_of(corr)
+    leaf_end = corr.fabric.links[uplink].a
+    _feed(
+        corr,
+        [
+            LinkEvent(fault, leaf_end.device, leaf_end.interface, LinkEventKind.DOWN),
+            LinkEvent(fault, "leaf-su02-r0", "swp1", LinkEventKind.DOWN),
+            NetError(fault + 20 * S, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", O),
+        ],
+    )
+    (v,) = corr.verdicts()
+    assert v.cause_link is not None
+    assert Endpoint(HOST_B, "mlx5_0") in (v.cause_link.a, v.cause_link.b)
+
+
+def test_peer_nic_is_inferred_on_the_same_rail_when_only_one_end_logged(design):
+    corr = Correlator(_fabric(design))
+    _feed(corr, _job_facts(both_ends=False))
+    weights = corr.job_links(JOB)
+    assert weights["hgx-su02-01:mlx5_0--leaf-su02-r0:swp1"] == 1.0
+
+
+def test_unknown_interfaces_are_counted_not_fatal(design):
+    corr = Correlator(_fabric(design))
+    assert corr.observe(LinkEvent(T0, "leaf-su01-r0", "swp999", LinkEventKind.DOWN)) == []
+    assert corr.stats.unknown_interfaces == 1

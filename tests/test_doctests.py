@@ -1,0 +1,21 @@
+"""The examples in the core's docstrings are part of its documentation; keep them true."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "railtrace.topology.cabling",
+    "railtrace.topology.fabric",
+    "railtrace.topology.paths",
+    "railtrace.topology.reference",
+    "railtrace.streams.attribution.scoring",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_hold(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0
+    assert result.failed == 0
