@@ -24,7 +24,7 @@ from railtrace.topology import build_fabric, rail_optimized
 
 S = 1_000_000_000
 T0 = 1_780_000_000 * S
-O = LogOrigin("test.log", 1)
+ORIGIN = LogOrigin("test.log", 1)
 JOB = "job1"
 # Two nodes in different scalable units, so their rail-0 hop crosses a spine.
 HOST_A, HOST_B = "hgx-su01-32", "hgx-su02-01"
@@ -46,20 +46,29 @@ def _fabric(design):
 def _job_facts(both_ends: bool = True) -> list:
     devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
     facts = [
-        NetDevices(T0, JOB, HOST_A, 100, devs, O),
-        NetDevices(T0, JOB, HOST_B, 200, devs, O),
-        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, O),
-        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, O),
-        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, O),
+        NetDevices(T0, JOB, HOST_A, 100, devs, ORIGIN),
+        NetDevices(T0, JOB, HOST_B, 200, devs, ORIGIN),
+        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, ORIGIN),
+        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, ORIGIN),
+        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, ORIGIN),
     ]
     if both_ends:
-        facts.append(ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, O))
+        facts.append(ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, ORIGIN))
     return facts
 
 
 def _timeout(at_ns: int, ran_for_s: int = 600) -> CollectiveTimeout:
     return CollectiveTimeout(
-        at_ns, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, ran_for_s * 1000, at_ns - ran_for_s * S, O
+        at_ns,
+        JOB,
+        HOST_A,
+        0,
+        42,
+        "ALLREDUCE",
+        600_000,
+        ran_for_s * 1000,
+        at_ns - ran_for_s * S,
+        ORIGIN,
     )
 
 
@@ -160,7 +169,7 @@ def test_gpu_off_the_bus_blames_the_node_not_its_links(design):
         corr,
         [
             *_job_facts(),
-            XidEvent(fault, JOB, HOST_B, "0000:18:00", 79, "GPU has fallen off the bus.", O),
+            XidEvent(fault, JOB, HOST_B, "0000:18:00", 79, "GPU has fallen off the bus.", ORIGIN),
             LinkEvent(fault + 3 * S, "leaf-su02-r0", "swp1", LinkEventKind.TRAFFIC_DROP),
             _timeout(fault + 600 * S),
         ],
@@ -179,7 +188,7 @@ def test_verdict_is_decided_at_the_event_that_completed_it_and_never_earlier(des
         [
             *_job_facts(),
             LinkEvent(fault, "leaf-su01-r0", "swp32", LinkEventKind.DOWN),
-            NetError(err_at, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", O),
+            NetError(err_at, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", ORIGIN),
             _timeout(fault + 600 * S),
         ],
     )
@@ -202,7 +211,9 @@ def test_net_error_naming_the_peer_breaks_a_tie_between_two_down_links(design):
         [
             LinkEvent(fault, leaf_end.device, leaf_end.interface, LinkEventKind.DOWN),
             LinkEvent(fault, "leaf-su02-r0", "swp1", LinkEventKind.DOWN),
-            NetError(fault + 20 * S, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", O),
+            NetError(
+                fault + 20 * S, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", ORIGIN
+            ),
         ],
     )
     (v,) = corr.verdicts()
