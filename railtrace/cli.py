@@ -158,7 +158,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
     try:
         store = open_store(settings.store)
     except StoreLockedError as exc:
-        raise _fail(f"{exc}. Stop that process or replay into another --data directory.") from exc
+        raise _fail(str(exc)) from exc
     try:
         store.migrate()
         with _progress() as bar:

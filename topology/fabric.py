@@ -15,6 +15,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import networkx as nx
+
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import IF_OF, RAIL, ROLE, TIER, Role
 from railtrace.topology.cabling import CablePlan

@@ -1,0 +1,29 @@
+"""The app factory: every app gets its store handed in, so tests and the CLI wire their own."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from railtrace import __version__
+from railtrace.api.routes import health, jobs
+from railtrace.store import Store, StoreError
+
+
+async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A store that stops answering is a 503 the caller may retry, not a server bug."""
+    return JSONResponse(status_code=503, content={"detail": f"store unavailable: {exc}"})
+
+
+def create_app(store: Store) -> FastAPI:
+    """An API over `store`; the caller keeps ownership and closes the store after serving."""
+    app = FastAPI(
+        title="railtrace",
+        version=__version__,
+        summary="Which fabric link stalled an NCCL job, with the evidence.",
+    )
+    app.state.store = store
+    app.add_exception_handler(StoreError, _store_unavailable)
+    app.include_router(health.router)
+    app.include_router(jobs.router)
+    return app

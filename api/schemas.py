@@ -1,0 +1,230 @@
+"""The API's response shapes, kept apart from the records and the storage rows.
+
+`VerdictOut.from_record` is the one mapping from a Verdict to its JSON: the API returns it and
+the CLI's `railtrace verdict --json` prints it, so both show the same document; `to_record`
+turns a document fetched from another process's API back into the Verdict. Times appear
+twice: as ISO-8601 UTC strings for people (nanoseconds kept when present) and as the integer
+nanoseconds railtrace computes with, for programs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from railtrace.store import JobSummary
+from railtrace.streams.records import (
+    Candidate,
+    CauseKind,
+    Endpoint,
+    Evidence,
+    JobState,
+    LinkRef,
+    Verdict,
+)
+
+_NS = 1_000_000_000
+
+
+def iso_utc(ts_ns: int) -> str:
+    """`2026-05-05T06:16:47.123456Z`: microseconds, or all nine digits when the nanoseconds
+    are not zero, so no precision the input had is dropped."""
+    seconds, ns = divmod(ts_ns, _NS)
+    whole = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{ns:09d}"
+    return f"{whole}.{fraction[:6] if fraction.endswith('000') else fraction}Z"
+
+
+def _iso_or_none(ts_ns: int | None) -> str | None:
+    return None if ts_ns is None else iso_utc(ts_ns)
+
+
+class EndpointOut(BaseModel):
+    device: str
+    interface: str
+
+    @classmethod
+    def from_record(cls, e: Endpoint) -> EndpointOut:
+        return cls(device=e.device, interface=e.interface)
+
+    def to_record(self) -> Endpoint:
+        return Endpoint(device=self.device, interface=self.interface)
+
+
+class LinkOut(BaseModel):
+    id: str = Field(description="The cable's stable id in the cabling plan.")
+    a: EndpointOut
+    b: EndpointOut
+
+    @classmethod
+    def from_record(cls, link: LinkRef | None) -> LinkOut | None:
+        if link is None:
+            return None
+        return cls(
+            id=link.link_id, a=EndpointOut.from_record(link.a), b=EndpointOut.from_record(link.b)
+        )
+
+    def to_record(self) -> LinkRef:
+        return LinkRef(link_id=self.id, a=self.a.to_record(), b=self.b.to_record())
+
+
+class EvidenceOut(BaseModel):
+    ts: str
+    ts_ns: int
+    source: str = Field(description='"gnmi", "nccl", "pytorch", "kernel" or "topology".')
+    kind: str
+    subject: str = Field(description="The link id, host or rank the observation is about.")
+    detail: str
+
+    @classmethod
+    def from_record(cls, e: Evidence) -> EvidenceOut:
+        return cls(
+            ts=iso_utc(e.ts_ns),
+            ts_ns=e.ts_ns,
+            source=e.source,
+            kind=e.kind,
+            subject=e.subject,
+            detail=e.detail,
+        )
+
+    def to_record(self) -> Evidence:
+        return Evidence(
+            ts_ns=self.ts_ns,
+            source=self.source,
+            kind=self.kind,
+            subject=self.subject,
+            detail=self.detail,
+        )
+
+
+class CandidateOut(BaseModel):
+    rank: int = Field(description="1 for the most likely cause.")
+    kind: CauseKind
+    link: LinkOut | None
+    node: str | None
+    score: float
+    evidence: list[EvidenceOut]
+
+    @classmethod
+    def from_record(cls, rank: int, c: Candidate) -> CandidateOut:
+        return cls(
+            rank=rank,
+            kind=c.kind,
+            link=LinkOut.from_record(c.link),
+            node=c.node,
+            score=c.score,
+            evidence=[EvidenceOut.from_record(e) for e in c.evidence],
+        )
+
+    def to_record(self) -> Candidate:
+        return Candidate(
+            kind=self.kind,
+            score=self.score,
+            link=self.link.to_record() if self.link else None,
+            node=self.node,
+            evidence=tuple(e.to_record() for e in self.evidence),
+        )
+
+
+class CauseOut(BaseModel):
+    kind: CauseKind
+    link: LinkOut | None
+    node: str | None
+    confidence: float
+
+
+class VerdictOut(BaseModel):
+    """Which link (or node) stalled the job, how sure railtrace is, and why."""
+
+    job_id: str
+    state: JobState
+    stalled_at: str | None
+    stalled_at_ns: int | None
+    decided_at: str | None = Field(
+        description="Event time of the evidence at which the current cause was first reached."
+    )
+    decided_at_ns: int | None
+    cause: CauseOut
+    candidates: list[CandidateOut] = Field(description="Ranked, most likely first.")
+    evidence: list[EvidenceOut]
+    ranks: int
+    hosts: int
+
+    @classmethod
+    def from_record(cls, v: Verdict) -> VerdictOut:
+        ranked = sorted(v.candidates, key=lambda c: -c.score)  # stable: ties keep their order
+        return cls(
+            job_id=v.job_id,
+            state=v.state,
+            stalled_at=_iso_or_none(v.stalled_at_ns),
+            stalled_at_ns=v.stalled_at_ns,
+            decided_at=_iso_or_none(v.decided_at_ns),
+            decided_at_ns=v.decided_at_ns,
+            cause=CauseOut(
+                kind=v.cause_kind,
+                link=LinkOut.from_record(v.cause_link),
+                node=v.cause_node,
+                confidence=v.confidence,
+            ),
+            candidates=[CandidateOut.from_record(i, c) for i, c in enumerate(ranked, 1)],
+            evidence=[EvidenceOut.from_record(e) for e in v.evidence],
+            ranks=v.ranks,
+            hosts=v.hosts,
+        )
+
+    def to_record(self) -> Verdict:
+        """The Verdict this document shows, candidates in ranked order; times come from the
+        `*_ns` fields, so nothing is lost to the ISO strings."""
+        return Verdict(
+            job_id=self.job_id,
+            state=self.state,
+            stalled_at_ns=self.stalled_at_ns,
+            decided_at_ns=self.decided_at_ns,
+            cause_kind=self.cause.kind,
+            cause_link=self.cause.link.to_record() if self.cause.link else None,
+            cause_node=self.cause.node,
+            confidence=self.cause.confidence,
+            candidates=tuple(c.to_record() for c in self.candidates),
+            evidence=tuple(e.to_record() for e in self.evidence),
+            ranks=self.ranks,
+            hosts=self.hosts,
+        )
+
+
+class JobSummaryOut(BaseModel):
+    job_id: str
+    state: JobState
+    stalled_at: str | None
+    decided_at: str | None
+    cause_kind: CauseKind
+    link_id: str | None
+    node: str | None
+    confidence: float
+    updated_at: str
+
+    @classmethod
+    def from_record(cls, j: JobSummary) -> JobSummaryOut:
+        return cls(
+            job_id=j.job_id,
+            state=j.state,
+            stalled_at=_iso_or_none(j.stalled_at_ns),
+            decided_at=_iso_or_none(j.decided_at_ns),
+            cause_kind=j.cause_kind,
+            link_id=j.link_id,
+            node=j.node,
+            confidence=j.confidence,
+            updated_at=iso_utc(j.updated_at_ns),
+        )
+
+
+class JobListOut(BaseModel):
+    jobs: list[JobSummaryOut] = Field(description="Most recently updated first.")
+    state: JobState | None
+    limit: int
+    offset: int
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "ready"]

@@ -1,0 +1,112 @@
+-- railtrace ClickHouse schema, rendered from railtrace/store/schema.py; do not edit by hand.
+-- Regenerate with: python -m railtrace.store.schema > deploy/clickhouse/schema.sql
+--
+-- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
+-- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
+-- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
+-- job facts, verdicts and dead letters 12 months.
+--
+-- Idempotent writes: verdicts (one per job) and link_events (one per device, interface, kind,
+-- ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes of its last
+-- non_replicated_deduplication_window insert blocks so that a retried identical batch is
+-- dropped.
+
+CREATE DATABASE IF NOT EXISTS railtrace;
+
+-- link_samples: per-second counter rates and gauge readings per interface; kept 30 days
+CREATE TABLE IF NOT EXISTS railtrace.link_samples
+(
+    ts DateTime64(9, 'UTC') CODEC(DoubleDelta, ZSTD(1)),
+    device LowCardinality(String),
+    interface LowCardinality(String),
+    link_id String COMMENT 'cable id; empty when unknown',
+    metric LowCardinality(String),
+    qualifier LowCardinality(String),
+    rate Float64 CODEC(Gorilla, ZSTD(1)),
+    interval_s Float64,
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(inserted_at)
+ORDER BY (device, interface, metric, qualifier, ts)
+TTL inserted_at + INTERVAL 30 DAY
+SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
+COMMENT 'per-second counter rates and gauge readings per interface; kept 30 days';
+
+-- link_events: link anomalies and state changes; one row per (device, interface, kind, ts)
+CREATE TABLE IF NOT EXISTS railtrace.link_events
+(
+    ts DateTime64(9, 'UTC'),
+    device LowCardinality(String),
+    interface LowCardinality(String),
+    link_id String COMMENT 'cable id; empty when unknown',
+    kind LowCardinality(String),
+    value Float64,
+    detail String,
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (device, interface, kind, ts)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000
+COMMENT 'link anomalies and state changes; one row per (device, interface, kind, ts)';
+
+-- job_facts: facts parsed from NCCL, PyTorch and kernel logs, with the line they came from
+CREATE TABLE IF NOT EXISTS railtrace.job_facts
+(
+    ts DateTime64(9, 'UTC'),
+    job_id String,
+    kind LowCardinality(String),
+    host LowCardinality(String) COMMENT 'empty when unknown',
+    rank Nullable(Int32),
+    comm_id String COMMENT 'empty when not per communicator',
+    detail String COMMENT 'the whole record as JSON',
+    origin_source String,
+    origin_line UInt64,
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(inserted_at)
+ORDER BY (job_id, ts, kind)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
+COMMENT 'facts parsed from NCCL, PyTorch and kernel logs, with the line they came from';
+
+-- verdicts: the current verdict of each job; read with FINAL for one row per job
+CREATE TABLE IF NOT EXISTS railtrace.verdicts
+(
+    job_id String,
+    state LowCardinality(String),
+    stalled_at Nullable(DateTime64(9, 'UTC')),
+    decided_at Nullable(DateTime64(9, 'UTC')),
+    cause_kind LowCardinality(String),
+    link_id String COMMENT 'empty unless the cause is a link',
+    node String COMMENT 'empty unless the cause is a node',
+    confidence Float64,
+    payload String COMMENT 'the full verdict as JSON',
+    updated_at DateTime64(9, 'UTC') COMMENT 'version: the newest row wins',
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = ReplacingMergeTree(updated_at)
+ORDER BY (job_id)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000
+COMMENT 'the current verdict of each job; read with FINAL for one row per job';
+
+-- dead_letters: input that could not be used, with the reason; kept 12 months
+CREATE TABLE IF NOT EXISTS railtrace.dead_letters
+(
+    ts DateTime64(9, 'UTC') DEFAULT now64(9, 'UTC') COMMENT 'time of receipt',
+    source LowCardinality(String),
+    reason String,
+    line_no UInt64,
+    raw String,
+    extra Map(String, String),
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(inserted_at)
+ORDER BY (source, ts)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
+COMMENT 'input that could not be used, with the reason; kept 12 months';

@@ -1,0 +1,102 @@
+"""What a store is to its callers: the `Store` protocol, the job summary row, the errors.
+
+The CLI, the replay and the API depend on this protocol only, so the embedded chDB store and a
+ClickHouse server are interchangeable behind `open_store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from railtrace.streams.records import (
+    CauseKind,
+    DeadLetter,
+    JobFact,
+    JobState,
+    LinkEvent,
+    LinkSample,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from railtrace.store.owner import Owner
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """One line of the job list: the current verdict's headline without its evidence."""
+
+    job_id: str
+    state: JobState
+    stalled_at_ns: int | None
+    decided_at_ns: int | None
+    cause_kind: CauseKind
+    link_id: str | None
+    node: str | None
+    confidence: float
+    updated_at_ns: int
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or does not answer."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the chDB data directory (chDB allows one process per directory)."""
+
+    def __init__(self, data_dir: Path, owner: Owner | None) -> None:
+        self.data_dir = data_dir
+        self.owner = owner
+        if owner is None:
+            who, hint = "", "stop that process or use another data directory"
+        elif owner.api_url:
+            who = f" (pid {owner.pid}, serving {owner.api_url})"
+            hint = f"read through its API at {owner.api_url} instead"
+        else:
+            who, hint = f" (pid {owner.pid})", "stop that process or use another data directory"
+        super().__init__(
+            f"the data directory {data_dir} is already open in another process{who}; "
+            f"chDB lets only one process hold it at a time: {hint}"
+        )
+
+
+class Store(Protocol):
+    """Writes take records (plus the resolved link id for telemetry) and return once the rows
+    are stored; a retried identical batch is dropped, so writers may retry freely."""
+
+    def migrate(self) -> None:
+        """Create the database and tables if missing; safe to run on every start."""
+        ...
+
+    def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None: ...
+
+    def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None: ...
+
+    def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
+
+    def write_verdicts(self, rows: Sequence[Verdict]) -> None:
+        """Store verdicts as the current ones of their jobs (later rows of a batch win)."""
+        ...
+
+    def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
+
+    def list_jobs(
+        self, state: JobState | None = None, limit: int = 100, offset: int = 0
+    ) -> list[JobSummary]:
+        """Current verdicts, most recently updated first."""
+        ...
+
+    def get_verdict(self, job_id: str) -> Verdict | None: ...
+
+    def count(self, table: str) -> int:
+        """Rows in `table`; one per key for the ReplacingMergeTree tables."""
+        ...
+
+    def ping(self) -> None:
+        """Raise StoreError unless the store answers and its tables exist."""
+        ...
+
+    def close(self) -> None: ...

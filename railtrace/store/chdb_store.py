@@ -1,0 +1,88 @@
+"""The embedded store: ClickHouse in this process (chDB), data kept under one directory.
+
+chDB runs one embedded server per process, bound to one data directory, and locks that
+directory against other processes. This class is the only place that holds a chDB session:
+it opens it, turns "another process holds the directory" into `StoreLockedError`, records this
+process in the owner file, and closes both together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import chdb.session
+import pyarrow as pa
+
+from railtrace.store.base import StoreError, StoreLockedError
+from railtrace.store.owner import read_owner, remove_owner, status_locked, write_owner
+from railtrace.store.schema import DEFAULT_DATABASE, Table
+from railtrace.store.sql_store import SqlStore
+
+log = logging.getLogger(__name__)
+
+
+class _Session(Protocol):
+    """The part of `chdb.session.Session` used here, typed (chDB ships no annotations)."""
+
+    def query(self, sql: str, fmt: str = "CSV", *, params: dict[str, Any] | None = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+_open_session: Callable[[str], _Session] = chdb.session.Session
+
+
+class ChdbStore(SqlStore):
+    """Store backed by chDB under `data_dir`; one data directory per process at a time."""
+
+    def __init__(
+        self, data_dir: Path, database: str = DEFAULT_DATABASE, batch_rows: int = 50_000
+    ) -> None:
+        super().__init__(database, batch_rows)
+        self.data_dir = data_dir.resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._session: _Session | None = _open_session(str(self.data_dir))
+        except RuntimeError as exc:
+            if status_locked(self.data_dir):
+                raise StoreLockedError(self.data_dir, read_owner(self.data_dir)) from exc
+            raise StoreError(f"cannot open chDB data directory {self.data_dir}: {exc}") from exc
+        try:
+            write_owner(self.data_dir)
+        except OSError:
+            self._session.close()
+            raise
+        log.info("chdb store opened", extra={"data_dir": str(self.data_dir), "database": database})
+
+    def _live(self) -> _Session:
+        if self._session is None:
+            raise StoreError(f"the store at {self.data_dir} is closed")
+        return self._session
+
+    def _execute(self, sql: str) -> None:
+        self._live().query(sql)
+
+    def _insert(self, table: Table, data: pa.Table, token: str) -> None:
+        # `Python(data)` makes chDB read the arrow table bound to the local name `data`.
+        columns = ", ".join(c.name for c in table.written)
+        self._live().query(
+            f"INSERT INTO {self._name(table.name)} ({columns}) "
+            f"SETTINGS insert_deduplication_token = '{token}' "
+            "SELECT * FROM Python(data)"
+        )
+
+    def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
+        result: pa.Table = self._live().query(sql, "ArrowTable", params=dict(params or {}))
+        return result
+
+    def close(self) -> None:
+        """Release the directory (and the owner file) for other processes; idempotent."""
+        if self._session is None:
+            return
+        self._session.close()
+        self._session = None
+        remove_owner(self.data_dir)
+        log.info("chdb store closed", extra={"data_dir": str(self.data_dir)})

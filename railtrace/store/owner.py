@@ -1,0 +1,98 @@
+"""Who holds a chDB data directory, so that other processes can read through it.
+
+chDB lets one process open a data directory. The holder writes `railtrace-owner.json` there
+(its pid, and its API URL once it serves HTTP); a CLI command that finds the directory locked
+reads this file and asks the owner's API instead of failing. A file left by a process that died
+is ignored, since a dead pid cannot be holding the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+OWNER_FILE = "railtrace-owner.json"
+
+#: The file ClickHouse (and so chDB) locks while a process holds the directory.
+_STATUS_FILE = "status"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    pid: int
+    api_url: str | None = None
+
+
+def owner_path(data_dir: Path) -> Path:
+    return data_dir / OWNER_FILE
+
+
+def write_owner(data_dir: Path, api_url: str | None = None) -> Owner:
+    """Record this process as the holder of `data_dir` (call again once the API listens)."""
+    owner = Owner(pid=os.getpid(), api_url=api_url)
+    path = owner_path(data_dir)
+    tmp = path.with_name(f".{OWNER_FILE}.{owner.pid}")
+    tmp.write_bytes(orjson.dumps(owner))
+    tmp.replace(path)  # atomic: a reader never sees half a file
+    log.debug("owner file written", extra={"path": str(path), "api_url": api_url})
+    return owner
+
+
+def read_owner(data_dir: Path) -> Owner | None:
+    """The live holder of `data_dir`, or None when there is none (or only a stale file)."""
+    try:
+        d = orjson.loads(owner_path(data_dir).read_bytes())
+        owner = Owner(pid=int(d["pid"]), api_url=d.get("api_url"))
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    if not _alive(owner.pid):
+        log.info("ignoring stale owner file", extra={"data_dir": str(data_dir), "pid": owner.pid})
+        return None
+    return owner
+
+
+def remove_owner(data_dir: Path) -> None:
+    """Remove the owner file if this process wrote it; another holder's file is left alone."""
+    path = owner_path(data_dir)
+    with contextlib.suppress(OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        if orjson.loads(path.read_bytes())["pid"] == os.getpid():
+            path.unlink()
+
+
+def status_locked(data_dir: Path) -> bool:
+    """Whether another process holds the ClickHouse lock on `data_dir` right now.
+
+    Only call this after opening failed: a probe taken while this process holds the directory
+    would conflict with its own lock.
+    """
+    try:
+        fd = os.open(data_dir / _STATUS_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by another user
+    return True

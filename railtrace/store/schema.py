@@ -1,0 +1,266 @@
+"""The ClickHouse schema, declared once as data.
+
+Everything else is derived from `TABLES`: the DDL that `migrate()` runs, the committed
+`deploy/clickhouse/schema.sql` for operators (`python -m railtrace.store.schema`), the arrow
+schema and the column list of every insert. Declaring it once is what keeps the embedded chDB
+store, a ClickHouse server and the file an operator applies from drifting apart.
+
+Retention counts from `inserted_at`, never from the event time: railtrace replays captures
+that are months old, and a TTL on the event time would delete such a replay as it lands.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+#: Blocks remembered per table for dropping a retried identical insert (see `dedup_token`).
+DEDUP_WINDOW = 1000
+
+DEFAULT_DATABASE = "railtrace"
+
+_TS = "DateTime64(9, 'UTC')"
+_TS_ARROW = pa.timestamp("ns", tz="UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column. `arrow` is the type railtrace sends; None marks a column the server fills
+    from its `default` expression, which is therefore left out of every insert."""
+
+    name: str
+    ch_type: str
+    arrow: pa.DataType | None
+    default: str | None = None
+    codec: str | None = None
+    comment: str = ""
+
+    def ddl(self) -> str:
+        parts = [self.name, self.ch_type]
+        if self.default is not None:
+            parts.append(f"DEFAULT {self.default}")
+        if self.codec is not None:
+            parts.append(f"CODEC({self.codec})")
+        if self.comment:
+            parts.append(f"COMMENT {_quote(self.comment)}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table: columns, engine and the clauses that govern layout and retention."""
+
+    name: str
+    comment: str
+    columns: tuple[Column, ...]
+    engine: str
+    order_by: tuple[str, ...]
+    ttl: str
+    partition_by: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def written(self) -> tuple[Column, ...]:
+        """The columns an insert carries, in declaration order."""
+        return tuple(c for c in self.columns if c.arrow is not None)
+
+    @property
+    def replacing(self) -> bool:
+        """Rows have identity: read with FINAL to see one row per key before merges."""
+        return self.engine.startswith("ReplacingMergeTree")
+
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.arrow) for c in self.written])
+
+    def create_sql(self, database: str) -> str:
+        cols = ",\n".join(f"    {c.ddl()}" for c in self.columns)
+        clauses = [f"ENGINE = {self.engine}"]
+        if self.partition_by is not None:
+            clauses.append(f"PARTITION BY {self.partition_by}")
+        clauses.append(f"ORDER BY ({', '.join(self.order_by)})")
+        clauses.append(f"TTL {self.ttl}")
+        if self.settings:
+            clauses.append("SETTINGS " + ", ".join(f"{k} = {v}" for k, v in self.settings))
+        clauses.append(f"COMMENT {_quote(self.comment)}")
+        return (
+            f"CREATE TABLE IF NOT EXISTS {qualified(database, self.name)}\n(\n{cols}\n)\n"
+            + "\n".join(clauses)
+        )
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def check_identifier(name: str) -> str:
+    """Database names are spliced into SQL text, so only plain identifiers are accepted."""
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a plain ClickHouse identifier: {name!r}")
+    return name
+
+
+def qualified(database: str, table: str) -> str:
+    return f"{check_identifier(database)}.{check_identifier(table)}"
+
+
+def _inserted_at() -> Column:
+    return Column(
+        "inserted_at",
+        "DateTime",
+        None,
+        default="now()",
+        comment="arrival time; every TTL counts from here, not from the event time",
+    )
+
+
+def _settings(*, drop_parts: bool) -> tuple[tuple[str, str], ...]:
+    base = (("non_replicated_deduplication_window", str(DEDUP_WINDOW)),)
+    return (*base, ("ttl_only_drop_parts", "1")) if drop_parts else base
+
+
+# Append-only tables are partitioned by arrival day or month so that expiry drops whole parts.
+# Tables whose rows have identity (ReplacingMergeTree) are not partitioned: background merges
+# never cross partitions, and an unpartitioned table lets them collapse every duplicate.
+TABLES: tuple[Table, ...] = (
+    Table(
+        name="link_samples",
+        comment="per-second counter rates and gauge readings per interface; kept 30 days",
+        columns=(
+            Column("ts", _TS, _TS_ARROW, codec="DoubleDelta, ZSTD(1)"),
+            Column("device", "LowCardinality(String)", pa.string()),
+            Column("interface", "LowCardinality(String)", pa.string()),
+            Column("link_id", "String", pa.string(), comment="cable id; empty when unknown"),
+            Column("metric", "LowCardinality(String)", pa.string()),
+            Column("qualifier", "LowCardinality(String)", pa.string()),
+            Column("rate", "Float64", pa.float64(), codec="Gorilla, ZSTD(1)"),
+            Column("interval_s", "Float64", pa.float64()),
+            _inserted_at(),
+        ),
+        engine="MergeTree",
+        partition_by="toYYYYMMDD(inserted_at)",
+        order_by=("device", "interface", "metric", "qualifier", "ts"),
+        ttl="inserted_at + INTERVAL 30 DAY",
+        settings=_settings(drop_parts=True),
+    ),
+    Table(
+        name="link_events",
+        comment="link anomalies and state changes; one row per (device, interface, kind, ts)",
+        columns=(
+            Column("ts", _TS, _TS_ARROW),
+            Column("device", "LowCardinality(String)", pa.string()),
+            Column("interface", "LowCardinality(String)", pa.string()),
+            Column("link_id", "String", pa.string(), comment="cable id; empty when unknown"),
+            Column("kind", "LowCardinality(String)", pa.string()),
+            Column("value", "Float64", pa.float64()),
+            Column("detail", "String", pa.string()),
+            _inserted_at(),
+        ),
+        engine="ReplacingMergeTree",
+        order_by=("device", "interface", "kind", "ts"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=False),
+    ),
+    Table(
+        name="job_facts",
+        comment="facts parsed from NCCL, PyTorch and kernel logs, with the line they came from",
+        columns=(
+            Column("ts", _TS, _TS_ARROW),
+            Column("job_id", "String", pa.string()),
+            Column("kind", "LowCardinality(String)", pa.string()),
+            Column("host", "LowCardinality(String)", pa.string(), comment="empty when unknown"),
+            Column("rank", "Nullable(Int32)", pa.int32()),
+            Column("comm_id", "String", pa.string(), comment="empty when not per communicator"),
+            Column("detail", "String", pa.string(), comment="the whole record as JSON"),
+            Column("origin_source", "String", pa.string()),
+            Column("origin_line", "UInt64", pa.uint64()),
+            _inserted_at(),
+        ),
+        engine="MergeTree",
+        partition_by="toYYYYMM(inserted_at)",
+        order_by=("job_id", "ts", "kind"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=True),
+    ),
+    Table(
+        name="verdicts",
+        comment="the current verdict of each job; read with FINAL for one row per job",
+        columns=(
+            Column("job_id", "String", pa.string()),
+            Column("state", "LowCardinality(String)", pa.string()),
+            Column("stalled_at", f"Nullable({_TS})", _TS_ARROW),
+            Column("decided_at", f"Nullable({_TS})", _TS_ARROW),
+            Column("cause_kind", "LowCardinality(String)", pa.string()),
+            Column("link_id", "String", pa.string(), comment="empty unless the cause is a link"),
+            Column("node", "String", pa.string(), comment="empty unless the cause is a node"),
+            Column("confidence", "Float64", pa.float64()),
+            Column("payload", "String", pa.string(), comment="the full verdict as JSON"),
+            Column("updated_at", _TS, _TS_ARROW, comment="version: the newest row wins"),
+            _inserted_at(),
+        ),
+        engine="ReplacingMergeTree(updated_at)",
+        order_by=("job_id",),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=False),
+    ),
+    Table(
+        name="dead_letters",
+        comment="input that could not be used, with the reason; kept 12 months",
+        columns=(
+            Column("ts", _TS, None, default="now64(9, 'UTC')", comment="time of receipt"),
+            Column("source", "LowCardinality(String)", pa.string()),
+            Column("reason", "String", pa.string()),
+            Column("line_no", "UInt64", pa.uint64()),
+            Column("raw", "String", pa.binary()),
+            Column("extra", "Map(String, String)", pa.map_(pa.string(), pa.string())),
+            _inserted_at(),
+        ),
+        engine="MergeTree",
+        partition_by="toYYYYMM(inserted_at)",
+        order_by=("source", "ts"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=True),
+    ),
+)
+
+TABLES_BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
+
+_HEADER = """\
+-- railtrace ClickHouse schema, rendered from railtrace/store/schema.py; do not edit by hand.
+-- Regenerate with: python -m railtrace.store.schema > deploy/clickhouse/schema.sql
+--
+-- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
+-- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
+-- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
+-- job facts, verdicts and dead letters 12 months.
+--
+-- Idempotent writes: verdicts (one per job) and link_events (one per device, interface, kind,
+-- ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes of its last
+-- non_replicated_deduplication_window insert blocks so that a retried identical batch is
+-- dropped.
+"""
+
+
+def statements(database: str = DEFAULT_DATABASE) -> list[str]:
+    """The DDL statements, in order, each runnable on its own (chDB and a server alike)."""
+    return [
+        f"CREATE DATABASE IF NOT EXISTS {check_identifier(database)}",
+        *(t.create_sql(database) for t in TABLES),
+    ]
+
+
+def render_ddl(database: str = DEFAULT_DATABASE) -> str:
+    """The DDL as one commented SQL file for operators."""
+    body = []
+    for sql, table in zip(statements(database), (None, *TABLES), strict=True):
+        note = f"-- {table.name}: {table.comment}\n" if table is not None else ""
+        body.append(f"{note}{sql};\n")
+    return _HEADER + "\n" + "\n".join(body)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_ddl())

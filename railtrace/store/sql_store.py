@@ -1,0 +1,198 @@
+"""The store logic both backends share: batching, dedup tokens, verdict versions, the queries.
+
+A backend only supplies three primitives (run a statement, select into arrow, insert an arrow
+block with a dedup token), so chDB and a ClickHouse server run the very same SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self, TypeVar
+
+import pyarrow as pa
+
+from railtrace.store import rows as to_arrow
+from railtrace.store.base import JobSummary, StoreError
+from railtrace.store.schema import (
+    TABLES,
+    TABLES_BY_NAME,
+    Table,
+    check_identifier,
+    qualified,
+    statements,
+)
+from railtrace.store.verdict_codec import decode_verdict
+from railtrace.streams.records import (
+    CauseKind,
+    DeadLetter,
+    JobFact,
+    JobState,
+    LinkEvent,
+    LinkSample,
+    Verdict,
+)
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+# Verdicts are read through FINAL in a subquery, and filtered outside it, so that a filter on
+# `state` sees only each job's newest row even before a merge has collapsed the old ones.
+_JOBS_SQL = """\
+SELECT job_id, state, cause_kind, link_id, node, confidence,
+       toUnixTimestamp64Nano(stalled_at) AS stalled_at_ns,
+       toUnixTimestamp64Nano(decided_at) AS decided_at_ns,
+       toUnixTimestamp64Nano(updated_at) AS updated_at_ns
+FROM (
+    SELECT job_id, state, cause_kind, link_id, node, confidence, stalled_at, decided_at,
+           updated_at
+    FROM {verdicts} FINAL
+)
+{where}
+ORDER BY updated_at DESC, job_id
+LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
+
+_VERDICT_SQL = "SELECT payload FROM {verdicts} FINAL WHERE job_id = {{job_id:String}}"
+
+_PING_SQL = "SELECT name FROM system.tables WHERE database = {database:String}"
+
+
+class _VersionClock:
+    """Strictly increasing nanosecond timestamps: the version of each verdict row, so that of
+    two verdicts written in the same nanosecond (or batch) the later one still wins."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> list[int]:
+        with self._lock:
+            first = max(time.time_ns(), self._last + 1)
+            self._last = first + n - 1
+        return list(range(first, first + n))
+
+
+class SqlStore(ABC):
+    """A `Store` over ClickHouse SQL; subclasses connect it to chDB or to a server."""
+
+    def __init__(self, database: str, batch_rows: int) -> None:
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        self.database = check_identifier(database)
+        self._batch_rows = batch_rows
+        self._clock = _VersionClock()
+
+    @abstractmethod
+    def _execute(self, sql: str) -> None:
+        """Run a statement that returns nothing."""
+
+    @abstractmethod
+    def _insert(self, table: Table, data: pa.Table, token: str) -> None:
+        """Insert one block into `table` with `insert_deduplication_token = token`."""
+
+    @abstractmethod
+    def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
+        """Run a read-only query (`{name:Type}` placeholders bound from `params`); the result
+        has strings as `string` columns. Table names must be database-qualified."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def _name(self, table: str) -> str:
+        return qualified(self.database, table)
+
+    def migrate(self) -> None:
+        for sql in statements(self.database):
+            self._execute(sql)
+        log.info("schema applied", extra={"database": self.database, "tables": len(TABLES)})
+
+    def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None:
+        self._write("link_samples", rows, to_arrow.link_samples)
+
+    def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None:
+        self._write("link_events", rows, to_arrow.link_events)
+
+    def write_job_facts(self, rows: Sequence[JobFact]) -> None:
+        self._write("job_facts", rows, to_arrow.job_facts)
+
+    def write_verdicts(self, rows: Sequence[Verdict]) -> None:
+        self._write("verdicts", rows, lambda b: to_arrow.verdicts(b, self._clock.take(len(b))))
+
+    def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None:
+        self._write("dead_letters", rows, to_arrow.dead_letters)
+
+    def _write(
+        self, name: str, rows: Sequence[R], build: Callable[[Sequence[R]], pa.Table]
+    ) -> None:
+        """Insert in blocks of `batch_rows`; the blocks are cut the same way on a retry, so
+        their dedup tokens match and the retried blocks are dropped."""
+        table = TABLES_BY_NAME[name]
+        for start in range(0, len(rows), self._batch_rows):
+            began = time.perf_counter()
+            data = build(rows[start : start + self._batch_rows])
+            self._insert(table, data, to_arrow.dedup_token(data))
+            log.debug(
+                "rows written",
+                extra={
+                    "table": name,
+                    "rows": data.num_rows,
+                    "seconds": round(time.perf_counter() - began, 4),
+                },
+            )
+
+    def list_jobs(
+        self, state: JobState | None = None, limit: int = 100, offset: int = 0
+    ) -> list[JobSummary]:
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be >= 0, got {limit}, {offset}")
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        where = ""
+        if state is not None:
+            where, params["state"] = "WHERE state = {state:String}", state.value
+        sql = _JOBS_SQL.format(verdicts=self._name("verdicts"), where=where)
+        return [
+            JobSummary(
+                job_id=r["job_id"],
+                state=JobState(r["state"]),
+                stalled_at_ns=r["stalled_at_ns"],
+                decided_at_ns=r["decided_at_ns"],
+                cause_kind=CauseKind(r["cause_kind"]),
+                link_id=r["link_id"] or None,
+                node=r["node"] or None,
+                confidence=r["confidence"],
+                updated_at_ns=r["updated_at_ns"],
+            )
+            for r in self.select(sql, params).to_pylist()
+        ]
+
+    def get_verdict(self, job_id: str) -> Verdict | None:
+        sql = _VERDICT_SQL.format(verdicts=self._name("verdicts"))
+        payloads = self.select(sql, {"job_id": job_id}).column("payload").to_pylist()
+        return decode_verdict(payloads[0]) if payloads else None
+
+    def count(self, table: str) -> int:
+        spec = TABLES_BY_NAME.get(table)
+        if spec is None:
+            raise ValueError(f"no table {table!r}; tables are {sorted(TABLES_BY_NAME)}")
+        final = " FINAL" if spec.replacing else ""
+        result = self.select(f"SELECT count() AS n FROM {self._name(table)}{final}")
+        return int(result["n"][0].as_py())
+
+    def ping(self) -> None:
+        try:
+            found = self.select(_PING_SQL, {"database": self.database}).column("name").to_pylist()
+        except Exception as exc:
+            raise StoreError(f"store does not answer: {exc}") from exc
+        missing = sorted({t.name for t in TABLES} - set(found))
+        if missing:
+            raise StoreError(f"database {self.database} lacks tables {missing}; run migrate")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

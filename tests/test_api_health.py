@@ -1,0 +1,45 @@
+"""Liveness says the process runs; readiness says the store answers with its tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from railtrace.api import create_app
+from railtrace.store.chdb_store import ChdbStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ChdbStore]:
+    store = ChdbStore(tmp_path / "data")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def test_healthz_answers_even_before_the_schema_exists(store: ChdbStore) -> None:
+    response = TestClient(create_app(store)).get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+def test_readyz_is_503_until_migrated_then_ready(store: ChdbStore) -> None:
+    client = TestClient(create_app(store))
+    before = client.get("/readyz")
+    assert before.status_code == 503
+    assert "run migrate" in before.json()["detail"]
+    store.migrate()
+    after = client.get("/readyz")
+    assert (after.status_code, after.json()) == (200, {"status": "ready"})
+
+
+def test_a_closed_store_makes_the_api_answer_503(store: ChdbStore) -> None:
+    client = TestClient(create_app(store))
+    store.close()
+    assert client.get("/readyz").status_code == 503
+    response = client.get("/v1/jobs/slurm-1/verdict")
+    assert response.status_code == 503
+    assert "closed" in response.json()["detail"]

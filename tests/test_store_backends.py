@@ -1,0 +1,301 @@
+"""Every store backend behaves the same: the same tests run on chDB and on a ClickHouse server.
+
+The server runs only when RAILTRACE_TEST_CLICKHOUSE_URL is set (user and password from
+RAILTRACE_TEST_CLICKHOUSE_USER / _PASSWORD); each test then gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import store_samples as s
+
+from railtrace.store import StoreError
+from railtrace.store.chdb_store import ChdbStore
+from railtrace.store.sql_store import SqlStore
+from railtrace.streams.records import JobState
+
+SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
+
+
+def _server_store(batch_rows: int) -> SqlStore:
+    from railtrace.store.server_store import ClickHouseServerStore
+
+    assert SERVER_URL is not None
+    return ClickHouseServerStore(
+        SERVER_URL,
+        user=os.environ.get("RAILTRACE_TEST_CLICKHOUSE_USER", "default"),
+        password=os.environ.get("RAILTRACE_TEST_CLICKHOUSE_PASSWORD", ""),
+        database=f"railtrace_test_{uuid.uuid4().hex[:12]}",
+        batch_rows=batch_rows,
+    )
+
+
+@pytest.fixture(
+    params=[
+        "chdb",
+        pytest.param(
+            "clickhouse-server",
+            marks=pytest.mark.skipif(
+                SERVER_URL is None, reason="set RAILTRACE_TEST_CLICKHOUSE_URL to test a server"
+            ),
+        ),
+    ]
+)
+def open_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., SqlStore]]:
+    """Opens an unmigrated store of the backend under test; closes (and on a server drops)
+    it after the test."""
+    with contextlib.ExitStack() as cleanup:
+
+        def open_(batch_rows: int = 50_000) -> SqlStore:
+            if request.param == "chdb":
+                store: SqlStore = ChdbStore(tmp_path / "data", batch_rows=batch_rows)
+                cleanup.callback(store.close)
+            else:
+                store = _server_store(batch_rows)
+                cleanup.callback(store.close)
+                cleanup.callback(store._execute, f"DROP DATABASE IF EXISTS {store.database}")
+            return store
+
+        yield open_
+
+
+@pytest.fixture
+def store(open_raw: Callable[..., SqlStore]) -> SqlStore:
+    store = open_raw()
+    store.migrate()
+    return store
+
+
+def raw_count(store: SqlStore, table: str) -> int:
+    """Rows physically present, without FINAL: what block deduplication alone left."""
+    result = store.select(f"SELECT count() AS n FROM {store.database}.{table}")
+    return int(result["n"][0].as_py())
+
+
+def test_migrate_is_idempotent_and_creates_every_table(store: SqlStore) -> None:
+    store.migrate()
+    store.ping()
+    for table in ("link_samples", "link_events", "job_facts", "verdicts", "dead_letters"):
+        assert store.count(table) == 0
+
+
+def test_ping_says_to_migrate_when_tables_are_missing(open_raw: Callable[..., SqlStore]) -> None:
+    with pytest.raises(StoreError, match="run migrate"):
+        open_raw().ping()
+
+
+def _select(store: SqlStore, sql: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = store.select(sql.format(db=store.database)).to_pylist()
+    return rows
+
+
+def test_link_samples_round_trip(store: SqlStore) -> None:
+    sample, link_id = s.link_sample()
+    store.write_link_samples([(sample, link_id), s.link_sample(1, link_id="")])
+    got = _select(
+        store,
+        "SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, metric, "
+        "qualifier, rate, interval_s FROM {db}.link_samples ORDER BY ts",
+    )
+    assert got[0] == {
+        "ts_ns": sample.ts_ns,
+        "device": sample.device,
+        "interface": sample.interface,
+        "link_id": link_id,
+        "metric": sample.metric.value,
+        "qualifier": sample.qualifier,
+        "rate": sample.rate,
+        "interval_s": sample.interval_s,
+    }
+    assert got[1]["link_id"] == ""
+
+
+def test_link_events_round_trip(store: SqlStore) -> None:
+    event, link_id = s.link_event()
+    store.write_link_events([(event, link_id)])
+    got = _select(
+        store,
+        "SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, kind, value, "
+        "detail FROM {db}.link_events FINAL",
+    )
+    assert got == [
+        {
+            "ts_ns": event.ts_ns,
+            "device": event.device,
+            "interface": event.interface,
+            "link_id": link_id,
+            "kind": event.kind.value,
+            "value": event.value,
+            "detail": event.detail,
+        }
+    ]
+
+
+def test_job_facts_round_trip_with_their_origin(store: SqlStore) -> None:
+    facts = s.job_facts()
+    store.write_job_facts(facts)
+    got = _select(
+        store,
+        "SELECT kind, host, rank, comm_id, JSONExtractString(detail, 'job_id') AS job, "
+        "origin_source, origin_line FROM {db}.job_facts ORDER BY origin_line",
+    )
+    assert [(r["kind"], r["host"], r["rank"], r["comm_id"]) for r in got] == [
+        ("net-devices", "gpu-node-12", None, ""),
+        ("rank-info", "gpu-node-12", 3, "0x7f3a"),
+        ("channel-edge", "gpu-node-12", 3, "0x7f3a"),
+        ("init-complete", "gpu-node-12", 3, "0x7f3a"),
+        ("net-error", "gpu-node-12", None, ""),
+        ("collective-timeout", "", 3, ""),
+        ("xid", "gpu-node-12", None, ""),
+        ("ras-report", "", None, ""),
+    ]
+    assert {r["job"] for r in got} == {"slurm-4242"}
+    assert [(r["origin_source"], r["origin_line"]) for r in got] == [
+        (f.origin.source, f.origin.line_no) for f in facts
+    ]
+
+
+def test_dead_letters_round_trip_with_raw_bytes(store: SqlStore) -> None:
+    letter = s.dead_letter()
+    store.write_dead_letters([letter])
+    got = _select(
+        store, "SELECT source, reason, line_no, hex(raw) AS raw, extra FROM {db}.dead_letters"
+    )
+    assert got == [
+        {
+            "source": letter.source,
+            "reason": letter.reason,
+            "line_no": letter.line_no,
+            "raw": letter.raw.hex().upper(),
+            "extra": list(letter.extra.items()),
+        }
+    ]
+
+
+RETRIES: dict[str, Callable[[SqlStore], None]] = {
+    "link_samples": lambda st: st.write_link_samples([s.link_sample(i) for i in range(5)]),
+    "link_events": lambda st: st.write_link_events([s.link_event(i) for i in range(5)]),
+    "job_facts": lambda st: st.write_job_facts(s.job_facts()),
+    "dead_letters": lambda st: st.write_dead_letters([s.dead_letter(i) for i in range(5)]),
+}
+
+
+@pytest.mark.parametrize("batch_rows", [50_000, 2], ids=["one block", "blocks of 2"])
+@pytest.mark.parametrize("table", RETRIES)
+def test_a_retried_identical_batch_is_dropped(
+    open_raw: Callable[..., SqlStore], table: str, batch_rows: int
+) -> None:
+    store = open_raw(batch_rows=batch_rows)
+    store.migrate()
+    RETRIES[table](store)
+    first = raw_count(store, table)
+    RETRIES[table](store)
+    assert raw_count(store, table) == first > 0
+
+
+@pytest.mark.parametrize("years_ago", [1, 3])
+def test_a_replayed_old_capture_survives_retention(store: SqlStore, years_ago: int) -> None:
+    sample, link_id = s.link_sample()
+    old = dataclasses.replace(sample, ts_ns=sample.ts_ns - years_ago * 366 * 86_400 * s.SECOND)
+    event, _ = s.link_event()
+    store.write_link_samples([(old, link_id)])
+    store.write_link_events([(dataclasses.replace(event, ts_ns=old.ts_ns), link_id)])
+    for table in ("link_samples", "link_events"):
+        store._execute(f"OPTIMIZE TABLE {store.database}.{table} FINAL")  # applies the TTL now
+        assert store.count(table) == 1, f"{table} lost a row whose event time is old"
+
+
+def test_a_different_batch_is_kept(store: SqlStore) -> None:
+    store.write_link_samples([s.link_sample(0), s.link_sample(1)])
+    store.write_link_samples([s.link_sample(0), s.link_sample(2)])
+    assert store.count("link_samples") == 4
+
+
+def test_a_link_event_seen_again_is_one_row_with_the_latest_detail(store: SqlStore) -> None:
+    store.write_link_events([s.link_event(0, detail="first look")])
+    store.write_link_events([s.link_event(0, detail="second look")])
+    assert store.count("link_events") == 1
+    got = _select(store, "SELECT detail FROM {db}.link_events FINAL")
+    assert got == [{"detail": "second look"}]
+
+
+def test_verdict_round_trip_is_lossless(store: SqlStore) -> None:
+    verdict = s.verdict()
+    store.write_verdicts([verdict])
+    assert store.get_verdict(verdict.job_id) == verdict
+
+
+def test_unknown_job_has_no_verdict(store: SqlStore) -> None:
+    store.write_verdicts([s.verdict("slurm-1")])
+    assert store.get_verdict("slurm-2") is None
+
+
+def test_the_latest_verdict_wins_before_any_merge(store: SqlStore) -> None:
+    stalled = s.verdict("j", JobState.STALLED)
+    slow = s.verdict("j", JobState.SLOW, confidence=0.5)
+    healthy = s.verdict("j", JobState.HEALTHY, confidence=0.99)
+    store.write_verdicts([stalled])
+    store.write_verdicts([slow, healthy])  # within one batch, the later one wins too
+    # One row per insert is still there (an insert collapses its own block, merges the rest).
+    assert raw_count(store, "verdicts") == 2
+    assert store.get_verdict("j") == healthy
+    assert [j.state for j in store.list_jobs()] == [JobState.HEALTHY]
+    assert store.list_jobs(state=JobState.STALLED) == []
+    assert store.count("verdicts") == 1
+
+
+def _five_jobs(store: SqlStore) -> None:
+    states = [JobState.STALLED, JobState.SLOW, JobState.HEALTHY, JobState.STALLED, JobState.UNKNOWN]
+    for i, state in enumerate(states):
+        store.write_verdicts([s.verdict(f"job-{i}", state)])
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (None, ["job-4", "job-3", "job-2", "job-1", "job-0"]),
+        (JobState.STALLED, ["job-3", "job-0"]),
+        (JobState.SLOW, ["job-1"]),
+        (JobState.HEALTHY, ["job-2"]),
+        (JobState.UNKNOWN, ["job-4"]),
+    ],
+)
+def test_list_jobs_filters_by_state_newest_first(
+    store: SqlStore, state: JobState | None, expected: list[str]
+) -> None:
+    _five_jobs(store)
+    assert [j.job_id for j in store.list_jobs(state=state)] == expected
+
+
+def test_list_jobs_paginates_without_gaps_or_repeats(store: SqlStore) -> None:
+    _five_jobs(store)
+    pages = [store.list_jobs(limit=2, offset=o) for o in (0, 2, 4, 6)]
+    assert [len(p) for p in pages] == [2, 2, 1, 0]
+    assert [j.job_id for p in pages for j in p] == [j.job_id for j in store.list_jobs()]
+
+
+def test_job_summary_carries_the_verdict_headline(store: SqlStore) -> None:
+    verdict = dataclasses.replace(s.verdict(), decided_at_ns=None)
+    store.write_verdicts([verdict])
+    (job,) = store.list_jobs()
+    assert (job.job_id, job.state, job.cause_kind, job.confidence) == (
+        verdict.job_id,
+        verdict.state,
+        verdict.cause_kind,
+        verdict.confidence,
+    )
+    assert (job.stalled_at_ns, job.decided_at_ns) == (verdict.stalled_at_ns, None)
+    assert (job.link_id, job.node) == (s.LINK.link_id, None)
+
+
+def test_count_rejects_an_unknown_table(store: SqlStore) -> None:
+    with pytest.raises(ValueError, match="no table 'nope'"):
+        store.count("nope")
