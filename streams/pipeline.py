@@ -57,9 +57,9 @@ class Pipeline:
                 out.events.append(reset)
             if sample is not None:
                 out.samples.append(sample)
-                out.events.extend(self.health.observe(sample))
+                out.events.extend(self.health.update(sample))
         else:
-            out.events.extend(self.health.observe(value))
+            out.events.extend(self.health.update(value))
         for event in out.events:
             out.verdicts.extend(self.correlator.observe(event))
         return out

@@ -116,7 +116,7 @@ def json_messages(item: PortSample | PortState, platform: str) -> list[dict[str,
             f"interfaces/interface[name={iface}]",
             [
                 ("state/counters", counters),
-                ("ethernet/state/counters/in-crc-errors", c["in_fcs_errors"]),
+                ("ethernet/state/counters/in-fcs-errors", c["in_fcs_errors"]),
                 ("phy/fec/state/rs-fec-uncorrectable-blocks", c["fec_uncorrectable"]),
             ],
         )

@@ -1,0 +1,184 @@
+"""gnmic's `json` and `event` output decoded into TelemetryValues.
+
+The two formats carry the same gNMI notification differently (gnmic pkg/formatters/json.go and
+event.go). `json`: one object per notification with `source`, `timestamp` (int ns), `prefix`
+and `updates: [{"Path": <xpath with keys, relative to prefix>, "values": {<path>: <value>}}]`,
+where a subtree update keeps its JSON object as the value. `event`: an array of events per
+notification (or one object per event with `split-events`), each with `timestamp`, `tags`
+(list keys as `<element>_<key>`, plus `source` and `subscription-name`) and `values` keyed by
+the full path without keys, subtrees already flattened (lists as `<element>.N`). The format is
+told per message, so one file or topic may mix both.
+
+Both end in the same step, `leaves.Leaves`: each leaf's full path resolved against the table
+in `paths.py`; the event format's tags fill in what its key-less paths lack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..records import DeadLetter, TelemetryValue
+from .framing import MAX_RAW_BYTES, is_event, iter_messages
+from .leaves import KEY_LEAVES, Leaves, keyed_path
+from .xpath import device_of
+
+__all__ = ["DecodeError", "DecodeStats", "GnmicDecoder", "decode_message", "iter_messages"]
+
+#: DeadLetters kept in DecodeStats; later ones are counted only.
+MAX_DEAD_LETTERS = 1000
+
+#: The keys of a json-format message carrying only gNMI extensions, no data.
+_EXTENSIONS_ONLY = frozenset({"extensions", "decodedExtensions"})
+
+
+class DecodeError(ValueError):
+    """A message that is JSON but not a usable gnmic notification; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class DecodeStats:
+    """What a decoder has seen, for its metrics endpoint and for tests.
+
+    `unknown_paths` counts leaves railtrace has no use for (normal: subscriptions are broad);
+    `unattributed` counts known leaves with no interface name; `bad_values` counts known
+    leaves whose value is not a number (or, for oper-status, a string).
+    """
+
+    messages: int = 0
+    values: int = 0
+    unknown_paths: int = 0
+    unattributed: int = 0
+    bad_values: int = 0
+    dead_letter_count: int = 0
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+    def dead_letter(self, letter: DeadLetter) -> None:
+        """Count a DeadLetter; keep the first MAX_DEAD_LETTERS of them."""
+        self.dead_letter_count += 1
+        if len(self.dead_letters) < MAX_DEAD_LETTERS:
+            self.dead_letters.append(letter)
+
+
+def _timestamp(value: Any) -> int:
+    if type(value) is int and value > 0:
+        return value
+    if isinstance(value, str) and value.isdecimal() and int(value) > 0:
+        return int(value)
+    if value is None:
+        raise DecodeError("missing timestamp")
+    raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {value!r}")
+
+
+def _device(source: Any) -> str:
+    if not isinstance(source, str) or not source.strip():
+        raise DecodeError("missing source")
+    return device_of(source)
+
+
+def _event_path(key: str, values: dict[str, Any]) -> str:
+    """Put back the list keys gnmic's flattener replaced by `.N` (`interface.0` -> `[name=..]`).
+
+    The keys are the entry's own key leaves among the same event's values. An element is left
+    alone when it has none: `Ethernet0.100` is a sub-interface's name, not a list index.
+    """
+    elements = key.split("/")
+    for i, element in enumerate(elements):
+        base, dot, index = element.rpartition(".")
+        if dot and base and index.isdigit():
+            entry = "/".join(elements[: i + 1])
+            keys = {k: values[f"{entry}/{k}"] for k in KEY_LEAVES if f"{entry}/{k}" in values}
+            if keys:
+                elements[i] = keyed_path(base, keys)
+    return "/".join(elements)
+
+
+def _decode_event(event: Any) -> Leaves:
+    if not isinstance(event, dict):
+        raise DecodeError("event is not an object")
+    tags = event.get("tags", {})
+    values = event.get("values", {})
+    if not isinstance(tags, dict) or not isinstance(values, dict):
+        raise DecodeError("event tags or values is not an object")
+    leaves = Leaves(_timestamp(event.get("timestamp")), _device(tags.get("source")), tags)
+    for key, value in values.items():
+        leaves.add(_event_path(key, values) if "." in key else key, value)
+    return leaves
+
+
+def _decode_notification(message: dict[str, Any]) -> Leaves:
+    prefix = message.get("prefix", "")
+    updates = message.get("updates", [])
+    if not isinstance(prefix, str) or not isinstance(updates, list):
+        raise DecodeError("prefix is not a string or updates is not a list")
+    leaves = Leaves(_timestamp(message.get("timestamp")), _device(message.get("source")), {})
+    base = prefix.rstrip("/") + "/" if prefix else ""
+    for update in updates:
+        values = update.get("values") if isinstance(update, dict) else None
+        if not isinstance(values, dict):
+            raise DecodeError("update without a values object")
+        update_path = update.get("Path")
+        for key, value in values.items():
+            # `Path` keeps the list keys that the `values` key drops; both are relative to prefix.
+            path = update_path if isinstance(update_path, str) and len(values) == 1 else key
+            leaves.add(base + path.lstrip("/") if base else path, value)
+    return leaves
+
+
+def decode_message(message: Any, stats: DecodeStats | None = None) -> list[TelemetryValue]:
+    """The TelemetryValues of one gnmic message (json or event format, told apart here).
+
+    A sync-response or a message with nothing but extensions yields nothing. Raises
+    DecodeError for a malformed message; nothing of it is kept or counted then. Leaves
+    railtrace has no use for are counted in `stats`, if given.
+    """
+    if isinstance(message, list):
+        parts = [_decode_event(event) for event in message]
+    elif not isinstance(message, dict):
+        raise DecodeError(f"message is a JSON {type(message).__name__}, not an object or array")
+    elif "sync-response" in message or (message and message.keys() <= _EXTENSIONS_ONLY):
+        return []
+    elif is_event(message):
+        parts = [_decode_event(message)]
+    else:
+        parts = [_decode_notification(message)]
+    out: list[TelemetryValue] = []
+    for part in parts:
+        out.extend(part.out)
+        if stats is not None:
+            stats.unknown_paths += part.unknown
+            stats.unattributed += part.unattributed
+            stats.bad_values += part.bad
+    return out
+
+
+class GnmicDecoder:
+    """Text gnmic wrote (a file, a stdout capture, Kafka payloads) in, TelemetryValues out.
+
+    Owned by whoever reads the input; holds nothing but its running DecodeStats.
+    """
+
+    def __init__(self) -> None:
+        self.stats = DecodeStats()
+
+    def feed_text(self, text: str, source: str) -> list[TelemetryValue]:
+        """Decode every message in `text`; bad chunks and messages become DeadLetters."""
+        out: list[TelemetryValue] = []
+        for item in iter_messages(text, source):
+            if isinstance(item, DeadLetter):
+                self.stats.dead_letter(item)
+                continue
+            self.stats.messages += 1
+            try:
+                out.extend(decode_message(item, self.stats))
+            except DecodeError as exc:
+                raw = orjson.dumps(item)[:MAX_RAW_BYTES]
+                self.stats.dead_letter(DeadLetter(source, f"malformed message: {exc.reason}", raw))
+        self.stats.values += len(out)
+        return out

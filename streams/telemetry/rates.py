@@ -1,0 +1,112 @@
+"""Counter readings into per-second rates, surviving counter wraps and device resets.
+
+A rate is delta / dt between two readings of one (device, interface, metric, qualifier). A
+counter that goes down either wrapped or was reset:
+
+* wrap: it passed 2**32 or 2**64 and restarted from 0. Then it moved by
+  `width - previous + current`, which is small next to the counter's range. A decrease is
+  taken as a wrap of the narrowest width the previous reading fits in, when that movement is
+  at most `wrap_max_fraction` of the width (a quarter by default: the previous reading was
+  near the top and the current one near the bottom).
+* reset: any other decrease (the device rebooted, the linecard was replaced, someone ran
+  `clear counters`). Nothing can be said about that interval: no rate, a COUNTER_RESET
+  LinkEvent, and the current reading becomes the new baseline.
+
+Readings not newer than the last one for their key (out of order, or duplicates a collector
+sent twice) are ignored and counted. Gauges (rx power, temperature) pass through as a
+LinkSample whose `rate` is the reading and `interval_s` is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import (
+    COUNTER_METRICS,
+    LinkEvent,
+    LinkEventKind,
+    LinkSample,
+    Metric,
+    TelemetryValue,
+)
+
+#: Counter widths a wrap can be taken across, narrowest first.
+WRAP_WIDTHS = (2**32, 2**64)
+
+#: Metrics that are readings, not counters: passed through as they are.
+GAUGE_METRICS = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C})
+
+_Key = tuple[str, str, Metric, str]
+
+
+@dataclass
+class RateStats:
+    """Counts for the metrics endpoint: samples made, wraps crossed, resets, readings ignored."""
+
+    samples: int = 0
+    wraps: int = 0
+    resets: int = 0
+    out_of_order: int = 0
+
+
+class CounterRates:
+    """Remembers the last reading of every counter and turns the next one into a rate.
+
+    Owned by one stream partition: readings of one key must all come to the same instance.
+    """
+
+    def __init__(self, wrap_max_fraction: float = 0.25) -> None:
+        self.wrap_max_fraction = wrap_max_fraction
+        self.stats = RateStats()
+        self._last: dict[_Key, tuple[int, float]] = {}
+
+    def update(self, v: TelemetryValue) -> tuple[LinkSample | None, LinkEvent | None]:
+        """The rate (or gauge sample) and the reset event, if any, that reading `v` gives."""
+        if isinstance(v.value, str):
+            return None, None
+        if v.metric not in COUNTER_METRICS:
+            if v.metric not in GAUGE_METRICS:
+                return None, None
+            self.stats.samples += 1
+            gauge = float(v.value)
+            return LinkSample(
+                v.ts_ns, v.device, v.interface, v.metric, v.qualifier, gauge, 0.0
+            ), None
+        key = (v.device, v.interface, v.metric, v.qualifier)
+        last = self._last.get(key)
+        if last is not None and v.ts_ns <= last[0]:
+            self.stats.out_of_order += 1
+            return None, None
+        self._last[key] = (v.ts_ns, v.value)
+        if last is None:
+            return None, None
+        last_ts, last_value = last
+        delta = v.value - last_value
+        if delta < 0:
+            wrapped = self._across_wrap(last_value, v.value)
+            if wrapped is None:
+                self.stats.resets += 1
+                return None, self._reset(v, last_value)
+            self.stats.wraps += 1
+            delta = wrapped
+        interval_s = (v.ts_ns - last_ts) / 1e9
+        self.stats.samples += 1
+        rate = delta / interval_s
+        sample = LinkSample(v.ts_ns, v.device, v.interface, v.metric, v.qualifier, rate, interval_s)
+        return sample, None
+
+    def _across_wrap(self, last: float, current: float) -> float | None:
+        """How far the counter moved if it wrapped from `last` to `current`; None if implausible."""
+        for width in WRAP_WIDTHS:
+            if last < width:
+                moved = width - last + current
+                return moved if moved <= width * self.wrap_max_fraction else None
+        return None
+
+    @staticmethod
+    def _reset(v: TelemetryValue, last: float) -> LinkEvent:
+        where = f"{v.metric}[{v.qualifier}]" if v.qualifier else str(v.metric)
+        detail = f"{where} fell from {last} to {v.value}: counter reset, new baseline"
+        return LinkEvent(
+            v.ts_ns, v.device, v.interface, LinkEventKind.COUNTER_RESET, float(v.value), detail
+        )

@@ -1,0 +1,232 @@
+"""LinkSamples and oper-status -> LinkEvents: entering anomalies, once, re-armed after quiet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeAlias
+
+import pytest
+
+from railtrace.streams.records import LinkEvent, LinkEventKind, LinkSample, Metric, TelemetryValue
+from railtrace.streams.telemetry import CounterRates, GnmicDecoder, LinkHealth, Thresholds
+
+T = 1_700_000_000_000_000_000
+S = 1_000_000_000
+K = LinkEventKind
+M = Metric
+
+Input: TypeAlias = TelemetryValue | LinkSample
+
+
+def oper(ts_s: float, state: str, interface: str = "Ethernet1") -> TelemetryValue:
+    return TelemetryValue(T + int(ts_s * S), "leaf1", interface, M.OPER_STATUS, state)
+
+
+def rate(
+    ts_s: float, metric: Metric, value: float, qualifier: str = "", interval_s: float = 10.0
+) -> LinkSample:
+    return LinkSample(T + int(ts_s * S), "leaf1", "Ethernet1", metric, qualifier, value, interval_s)
+
+
+def event(ts_s: float, kind: LinkEventKind, value: float, detail: str) -> LinkEvent:
+    return LinkEvent(T + int(ts_s * S), "leaf1", "Ethernet1", kind, value, detail)
+
+
+def run(inputs: Iterable[Input], thresholds: Thresholds | None = None) -> list[LinkEvent]:
+    health = LinkHealth(thresholds)
+    return [e for item in inputs for e in health.update(item)]
+
+
+CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
+    "first_down_is_reported_and_first_up_is_silent": (
+        [oper(0, "up"), oper(1, "up"), oper(30, "lower_layer_down", "Ethernet2")],
+        [LinkEvent(T + 30 * S, "leaf1", "Ethernet2", K.DOWN, 0.0, "oper-status lower_layer_down")],
+    ),
+    "down_then_up_is_reported_once_each": (
+        [oper(0, "up"), oper(1, "down"), oper(2, "down"), oper(3, "not_present"), oper(90, "up")],
+        [event(1, K.DOWN, 0.0, "oper-status down"), event(90, K.UP, 0.0, "oper-status up")],
+    ),
+    "testing_and_unknown_say_nothing": (
+        [oper(0, "up"), oper(1, "testing"), oper(2, "unknown"), oper(3, "up")],
+        [],
+    ),
+    "flap_fires_once_per_storm": (
+        [oper(0, "up")] + [oper(t, "down" if t % 2 else "up") for t in range(1, 9)],
+        [
+            event(1, K.DOWN, 0.0, "oper-status down"),
+            event(2, K.UP, 0.0, "oper-status up"),
+            event(3, K.DOWN, 0.0, "oper-status down"),
+            event(3, K.FLAP, 3.0, "3 link state changes within 60 s"),
+            event(4, K.UP, 0.0, "oper-status up"),
+            event(5, K.DOWN, 0.0, "oper-status down"),
+            event(6, K.UP, 0.0, "oper-status up"),
+            event(7, K.DOWN, 0.0, "oper-status down"),
+            event(8, K.UP, 0.0, "oper-status up"),
+        ],
+    ),
+    "flap_from_carrier_transitions_rearms_after_quiet": (
+        [
+            rate(10, M.CARRIER_TRANSITIONS, 0.4),  # 4 transitions in the last 10 s
+            rate(20, M.CARRIER_TRANSITIONS, 0.3),
+            rate(100, M.CARRIER_TRANSITIONS, 0.0),  # window empty, quiet since 20 s: re-armed
+            rate(110, M.CARRIER_TRANSITIONS, 0.5),
+        ],
+        [
+            event(10, K.FLAP, 4.0, "4 link state changes within 60 s"),
+            event(110, K.FLAP, 5.0, "5 link state changes within 60 s"),
+        ],
+    ),
+    "error_burst_names_the_counter_and_fires_on_entering_only": (
+        [
+            rate(10, M.IN_FCS_ERRORS, 0.5),
+            rate(20, M.IN_FCS_ERRORS, 12.5),
+            rate(30, M.IN_FCS_ERRORS, 40.0),
+            rate(30, M.SYMBOL_ERRORS, 3.0, "phy"),
+            rate(40, M.IN_FCS_ERRORS, 0.0),  # clear for 10 s only: still latched
+            rate(50, M.IN_FCS_ERRORS, 9.0),
+            rate(60, M.IN_FCS_ERRORS, 0.0),
+            rate(120, M.IN_FCS_ERRORS, 0.0),  # clear for 60 s since the last burst: re-armed
+            rate(130, M.IN_FCS_ERRORS, 2.0),
+        ],
+        [
+            event(20, K.ERROR_BURST, 12.5, "in_fcs_errors at 12.5/s"),
+            event(30, K.ERROR_BURST, 3.0, "symbol_errors[phy] at 3/s"),
+            event(130, K.ERROR_BURST, 2.0, "in_fcs_errors at 2/s"),
+        ],
+    ),
+    "any_uncorrectable_fec_codeword_is_an_event": (
+        [rate(10, M.FEC_UNCORRECTABLE, 0.0), rate(20, M.FEC_UNCORRECTABLE, 0.1, "fc:2")],
+        [event(20, K.FEC_UNCORRECTABLE, 0.1, "uncorrectable FEC codewords at 0.1/s")],
+    ),
+    "pfc_storm_sums_priorities_within_one_timestamp": (
+        [
+            rate(10, M.PFC_RX_PAUSE, 3000.0, "3"),
+            rate(10, M.PFC_RX_PAUSE, 2500.0, "4"),
+            rate(10, M.PFC_TX_PAUSE, 4000.0, "3"),
+            rate(20, M.PFC_RX_PAUSE, 6000.0, "3"),  # storm continues: no new event
+            rate(20, M.PFC_TX_PAUSE, 900.0, "3"),
+            rate(20, M.PFC_TX_PAUSE, 4200.0, "link"),
+        ],
+        [
+            event(
+                10,
+                K.PFC_STORM,
+                5500.0,
+                "rx PFC pause 5500/s (priorities 3,4): the peer is pausing this port",
+            ),
+            event(
+                20,
+                K.PFC_STORM,
+                5100.0,
+                "tx PFC pause 5100/s (priorities 3,link): this port is pausing its peer",
+            ),
+        ],
+    ),
+    "pfc_storm_rearms_after_quiet_groups": (
+        [
+            rate(0, M.PFC_RX_PAUSE, 9000.0, "3"),
+            rate(30, M.PFC_RX_PAUSE, 10.0, "3"),
+            rate(70, M.PFC_RX_PAUSE, 10.0, "3"),
+            rate(80, M.PFC_RX_PAUSE, 7000.0, "3"),  # the 70 s group was clear 70 s after the storm
+        ],
+        [
+            event(
+                0,
+                K.PFC_STORM,
+                9000.0,
+                "rx PFC pause 9000/s (priorities 3): the peer is pausing this port",
+            ),
+            event(
+                80,
+                K.PFC_STORM,
+                7000.0,
+                "rx PFC pause 7000/s (priorities 3): the peer is pausing this port",
+            ),
+        ],
+    ),
+    "rx_power_low_per_channel": (
+        [
+            rate(0, M.RX_POWER_DBM, -2.0, "0", 0.0),
+            rate(0, M.RX_POWER_DBM, -10.0, "1", 0.0),
+            rate(10, M.RX_POWER_DBM, -14.5, "1", 0.0),
+        ],
+        [event(0, K.RX_POWER_LOW, -10.0, "rx power -10.00 dBm on channel 1")],
+    ),
+    "traffic_drop_against_a_busy_baseline": (
+        [rate(t, M.IN_OCTETS, 2e9) for t in range(0, 50, 10)]
+        + [rate(50, M.IN_OCTETS, 1e7), rate(60, M.IN_OCTETS, 0.0), rate(70, M.IN_OCTETS, 2e9)],
+        [
+            event(
+                50,
+                K.TRAFFIC_DROP,
+                1e7,
+                "in_octets fell to 1e+07 B/s, 0.5% of its 2e+09 B/s baseline",
+            )
+        ],
+    ),
+    "no_traffic_drop_on_a_quiet_link_or_before_warmup": (
+        [rate(t, M.OUT_OCTETS, 5e7) for t in range(0, 50, 10)]
+        + [rate(50, M.OUT_OCTETS, 0.0)]
+        + [rate(100, M.IN_OCTETS, 2e9), rate(110, M.IN_OCTETS, 0.0)],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_link_health(name: str) -> None:
+    inputs, expected = CASES[name]
+    assert run(inputs) == expected
+
+
+def test_same_inputs_give_the_same_events() -> None:
+    inputs = [item for items, _ in CASES.values() for item in items]
+    assert run(inputs) == run(inputs)
+
+
+def test_thresholds_are_configurable() -> None:
+    strict = Thresholds(error_rate_per_s=0.1, pfc_pause_per_s=100.0, flap_changes=2)
+    got = run(
+        [
+            rate(10, M.OUT_ERRORS, 0.2),
+            rate(10, M.PFC_TX_PAUSE, 150.0, "3"),
+            oper(0, "up"),
+            oper(1, "down"),
+            oper(2, "up"),
+        ],
+        strict,
+    )
+    assert [e.kind for e in got] == [K.ERROR_BURST, K.PFC_STORM, K.DOWN, K.UP, K.FLAP]
+
+
+def test_counter_values_as_telemetry_values_are_ignored() -> None:
+    assert run([TelemetryValue(T, "leaf1", "Ethernet1", M.IN_ERRORS, 1e9)]) == []
+
+
+def test_decoder_rates_and_health_chain_finds_a_pfc_storm_in_gnmic_events() -> None:
+    def line(ts_s: int, pause3: int, pause4: int) -> str:
+        tags = '"interface_interface-id":"swp7","source":"spine1:9339"'
+        path = "/qos/interfaces/interface/switch-priority/state/counters/in-pause-pkts"
+        return (
+            f'[{{"name":"pfc","timestamp":{T + ts_s * S},"tags":{{{tags},'
+            f'"switch-priority_priority":"3"}},"values":{{"{path}":"{pause3}"}}}},'
+            f'{{"name":"pfc","timestamp":{T + ts_s * S},"tags":{{{tags},'
+            f'"switch-priority_priority":"4"}},"values":{{"{path}":"{pause4}"}}}}]'
+        )
+
+    text = "\n".join([line(0, 0, 0), line(10, 1_000, 0), line(20, 31_000, 40_000)])
+    rates, health = CounterRates(), LinkHealth()
+    events: list[LinkEvent] = []
+    for value in GnmicDecoder().feed_text(text, "pfc.jsonl"):
+        sample, _ = rates.update(value)
+        events += health.update(sample) if sample else []
+    assert events == [
+        LinkEvent(
+            T + 20 * S,
+            "spine1",
+            "swp7",
+            K.PFC_STORM,
+            7000.0,
+            "rx PFC pause 7000/s (priorities 3,4): the peer is pausing this port",
+        )
+    ]
