@@ -175,22 +175,26 @@ class Correlator:
             self._now_ns,
         )
 
-    def _corroborated(self, view: JobView) -> frozenset[str]:
-        """Links between a host that reported a transport error and the peer it named."""
-        links: set[str] = set()
+    def _corroborated(self, view: JobView) -> dict[str, int]:
+        """Links between a host that reported a transport error and the peer it named, with
+        the time of the first such error."""
+        first: dict[str, int] = {}
         flows = view.flows(self.fabric)
-        for err in view.net_errors:
+        for err in sorted(view.net_errors, key=lambda e: e.ts_ns):
             if err.peer is None:
                 continue
             peer_nic = self.fabric.address_of.get(err.peer)
             peer_host = peer_nic.device if peer_nic is not None else err.peer
+            links: set[str] = set()
             for a, b in flows:
                 ends = {a.device, b.device}
                 if ends == {err.host, peer_host} and (peer_nic is None or peer_nic in (a, b)):
                     links.update(self.paths.flow_links(a, b))
             if peer_nic is not None and (lid := self.fabric.link_at.get(peer_nic)) is not None:
                 links.add(lid)
-        return frozenset(links)
+            for lid in links:
+                first.setdefault(lid, err.ts_ns)
+        return first
 
     def _severe_xid_ns(self, view: JobView) -> int | None:
         times = [x.ts_ns for x in view.xids if xid_weight(x.xid) >= XID_STALL_THRESHOLD]

@@ -47,6 +47,31 @@ DEFAULT_XID_WEIGHT = 0.4
 #: An Xid at least this severe on a job's host is itself evidence that the job stalled.
 XID_STALL_THRESHOLD = 0.8
 
+#: For anomalies measured as a rate, the rate at which the kind's weight applies as it stands;
+#: each tenfold above it adds a sixth of the weight (up to half again): a pause storm of
+#: millions of frames a second says more than one just over the threshold.
+MAGNITUDE_REFERENCE: dict[LinkEventKind, float] = {
+    LinkEventKind.PFC_STORM: 5000.0,
+    LinkEventKind.ERROR_BURST: 1.0,
+    LinkEventKind.FEC_UNCORRECTABLE: 1.0,
+}
+
+
+def kind_weight(kind: LinkEventKind, value: float) -> float:
+    """Weight of one anomaly, with its magnitude where it has one, capped at 1.
+
+    >>> kind_weight(LinkEventKind.PFC_STORM, 5000.0), kind_weight(LinkEventKind.PFC_STORM, 5e6)
+    (0.45, 0.675)
+    >>> kind_weight(LinkEventKind.DOWN, 0.0)
+    1.0
+    """
+    base = KIND_WEIGHT[kind]
+    ref = MAGNITUDE_REFERENCE.get(kind)
+    if ref is None or value <= ref:
+        return base
+    return round(min(1.0, base * (1.0 + min(0.5, math.log10(value / ref) / 6.0))), 4)
+
+
 #: A link whose anomaly came from a transport error NCCL reported against it (the peer address
 #: lies at its far end) gains this factor.
 CORROBORATION_BOOST = 1.5
@@ -85,7 +110,8 @@ def path_factor(crossing_probability: float) -> float:
 
     Halving, not scaling by the probability, because a fault on an ECMP member that did stall
     the job means the job's flow was hashed onto it; the probability only says how often that
-    happens, and telemetry of the other members tells the rest.
+    happens. Telemetry can settle it: a member whose traffic collapsed when the job stopped was
+    carrying the job, and the correlator then passes probability 1.
 
     >>> path_factor(1.0), path_factor(0.0), path_factor(1 / 32)
     (1.0, 0.0, 0.515625)

@@ -12,11 +12,11 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
-    KIND_WEIGHT,
     XID_WEIGHT,
     TimeWindow,
     combine,
     confidence,
+    kind_weight,
     path_factor,
 )
 from railtrace.streams.records import (
@@ -25,6 +25,7 @@ from railtrace.streams.records import (
     Evidence,
     JobState,
     LinkEvent,
+    LinkEventKind,
     Verdict,
 )
 from railtrace.topology.fabric import Fabric
@@ -42,7 +43,8 @@ class Observations:
 
     weights: dict[str, float]
     events: dict[str, list[LinkEvent]]
-    corroborated: frozenset[str]
+    #: link id -> event time of the first NCCL transport error naming a peer across it
+    corroborated: dict[str, int]
 
 
 def xid_weight(xid: int) -> float:
@@ -71,11 +73,18 @@ def _link_candidate(
     window: TimeWindow,
     stalled_at: int,
 ) -> Candidate | None:
-    scored = [(KIND_WEIGHT[e.kind] * window.factor(e.ts_ns, stalled_at), e) for e in events]
+    scored = [
+        (kind_weight(e.kind, e.value) * window.factor(e.ts_ns, stalled_at), e) for e in events
+    ]
     scored = [(s, e) for s, e in scored if s > 0]
     if not scored:
         return None
-    score = combine([s for s, _ in scored]) * path_factor(obs.weights.get(lid, 0.0))
+    crossing = obs.weights.get(lid, 0.0)
+    if crossing > 0 and any(
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at for _, e in scored
+    ):
+        crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
+    score = combine([s for s, _ in scored]) * path_factor(crossing)
     evidence = [
         Evidence(e.ts_ns, "gnmi", str(e.kind), lid, f"{e.device}:{e.interface} {e.detail}".strip())
         for _, e in sorted(scored, key=lambda se: (-se[0], se[1].ts_ns))[:4]

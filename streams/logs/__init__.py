@@ -1,0 +1,10 @@
+"""The pure log parser: raw stdout/stderr lines of a job's ranks in, canonical records out.
+
+It reads NCCL (NCCL_DEBUG=INFO/WARN), PyTorch ProcessGroupNCCL, NCCL RAS reports and kernel
+`NVRM: Xid` lines, whatever wrappers (log shippers, mpirun, torchrun, syslog) put around them,
+and does no I/O: callers hand it lines and get JobFacts back, deterministically.
+"""
+
+from .parser import MAX_DEAD_LETTERS, MAX_LINE_BYTES, LogParser, ParseStats, parse_lines
+
+__all__ = ["MAX_DEAD_LETTERS", "MAX_LINE_BYTES", "LogParser", "ParseStats", "parse_lines"]

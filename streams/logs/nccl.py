@@ -1,0 +1,222 @@
+"""NCCL's own lines: `host:pid:tid [cudaDev] [file:line [(func)]] NCCL INFO|WARN message`.
+
+NCCL names neither the communicator nor the job on most lines, so this module keeps the little
+state needed to put the facts back together: which communicator each thread last started,
+and which shared `commId` hash belongs to each communicator pointer of each process.
+
+`Trees [c] d0/d1/d2->r->up` and `Ring cc : p -> r -> n` lines are not turned into edges: they
+name no transport and no NIC, and every tree or ring connection NCCL sets up is also printed
+as a `Channel ... via ...` line, which yields the same hop with its NIC.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..records import (
+    ChannelEdge,
+    InitComplete,
+    JobFact,
+    LogOrigin,
+    NetDevice,
+    NetDevices,
+    NetError,
+    RankInfo,
+    RasReport,
+)
+from .common import Malformed, peer_address
+from .netmsg import classify
+
+# The host is matched leniently (any run of name characters) because wrappers glue text in
+# front of it (`[1,0]<stdout>:host:...`, `worker-0: host:...`) and users redact it (`...-48`).
+# Some captures drop `:pid:tid`; those lines are kept with pid 0.
+_PREFIX = re.compile(
+    r"(?<![\w.\-])([\w.\-]+)(?::(\d+):(\d+))? \[-?\d+\] "
+    r"(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (INFO|WARN) ?"
+)
+_COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
+_CUDA_DEV = re.compile(r"\bcudaDev (-?\d+)")
+_BUS_ID = re.compile(r"\bbusId (?:0x)?([0-9a-fA-F]+)")
+_COMM_ID = re.compile(r"\bcommId (0x[0-9a-fA-F]+)")
+_PHASE = re.compile(r"-\s*(\w+) (START|COMPLETE)\s*$")
+_CHANNEL = re.compile(
+    r"^Channel (\d+)(?:/\d+)? : (\d+)\[[0-9a-fA-F]+\] -> (\d+)\[[0-9a-fA-F]+\]"
+    r"(?: \[(send|receive)\])? via (.+?)\s*$"
+)
+_NET_VIA = re.compile(r"^NET/.+?/(\d+)(?:\(\d+\))?(?:/|\(|$)")
+_USING = re.compile(r"^NET/IB\s*:\s*Using\b")
+_VDEV = re.compile(r"\[(\d+)\]=\{([^}]*)\}")
+_DEV = re.compile(r"\[(\d+)\]\s?([^\s:\[\]{},=]+):(\d+)[:\d]*/([A-Za-z]+)")
+_RAS_DEAD = re.compile(r"^RAS declaring peer (\S+) as DEAD")
+
+#: Stands in for the communicator pointer of channel lines seen before any init line of their
+#: process; their comm_id then reads "host:pid:unknown".
+UNKNOWN_COMM = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class NcclLine:
+    """The parsed prefix of an NCCL log line and the message that follows it."""
+
+    host: str
+    pid: int
+    tid: int
+    level: str
+    msg: str
+
+
+def match_prefix(line: str) -> NcclLine | None:
+    """The NCCL prefix of `line`, wherever wrappers put it, or None for non-NCCL lines."""
+    m = _PREFIX.search(line)
+    if m is None:
+        return None
+    host, pid, tid, level = m.groups()
+    return NcclLine(host, int(pid or 0), int(tid or 0), level, line[m.end() :].rstrip())
+
+
+class NcclRules:
+    """Turns NCCL INFO/WARN lines of one file into facts, remembering communicators per thread."""
+
+    def __init__(self, job_id: str, source: str) -> None:
+        self._job_id = job_id
+        self._source = source
+        self._thread_comm: dict[tuple[str, int, int], str] = {}
+        self._process_comm: dict[tuple[str, int], str] = {}
+        self._comm_ids: dict[tuple[str, int, str], str] = {}
+        self._ranks_seen: set[tuple[str, int, str, int]] = set()
+
+    def handle(self, p: NcclLine, ts_ns: int, line_no: int) -> list[JobFact]:
+        """Facts from one NCCL line; Malformed when a rule's anchor is there but not its fields."""
+        msg = p.msg
+        if p.level == "WARN":
+            found = classify(msg)
+            if found is None:
+                return []
+            kind, peer = found
+            origin = LogOrigin(self._source, line_no)
+            return [NetError(ts_ns, self._job_id, p.host, p.pid, kind, peer, msg, origin)]
+        if msg.startswith("Channel "):
+            return self._channel(p, ts_ns, line_no) if " -> " in msg else []
+        if "comm 0x" in msg and " rank " in msg:
+            return self._comm(p, ts_ns, line_no)
+        if msg.startswith("NET/IB") and _USING.match(msg):
+            return [self._devices(p, ts_ns, line_no)]
+        if msg.startswith("RAS declaring peer"):
+            return self._ras_dead(p, ts_ns, line_no)
+        return []
+
+    def _comm_id(self, host: str, pid: int, ptr: str) -> str:
+        return self._comm_ids.get((host, pid, ptr)) or f"{host}:{pid}:{ptr}"
+
+    def _comm(self, p: NcclLine, ts_ns: int, line_no: int) -> list[JobFact]:
+        m = _COMM.search(p.msg)
+        if m is None:
+            raise Malformed(
+                "nccl-comm", "communicator line without readable 'comm 0x.. rank R nranks N'"
+            )
+        ptr, rank_s, nranks_s, tail = m.groups()
+        ptr = ptr.lower()
+        phase = _PHASE.search(tail)
+        if phase is not None and phase.group(1) != "Init":
+            return []  # "- Destroy COMPLETE" / "- Abort COMPLETE": the communicator is going away
+        hash_m = _COMM_ID.search(tail)
+        if hash_m is not None:
+            self._comm_ids[(p.host, p.pid, ptr)] = hash_m.group(1).lower()
+        if phase is None or phase.group(2) == "START":
+            self._thread_comm[(p.host, p.pid, p.tid)] = ptr
+            self._process_comm[(p.host, p.pid)] = ptr
+        comm_id = self._comm_id(p.host, p.pid, ptr)
+        rank, nranks = int(rank_s), int(nranks_s)
+        origin = LogOrigin(self._source, line_no)
+        facts: list[JobFact] = []
+        key = (p.host, p.pid, comm_id, rank)
+        if key not in self._ranks_seen:
+            self._ranks_seen.add(key)
+            dev = _CUDA_DEV.search(tail)
+            bus = _BUS_ID.search(tail)
+            facts.append(
+                RankInfo(
+                    ts_ns,
+                    self._job_id,
+                    p.host,
+                    p.pid,
+                    comm_id,
+                    rank,
+                    nranks,
+                    int(dev.group(1)) if dev else None,
+                    bus.group(1).lower() if bus else None,
+                    origin,
+                )
+            )
+        if phase is not None and phase.group(2) == "COMPLETE":
+            facts.append(
+                InitComplete(ts_ns, self._job_id, p.host, p.pid, comm_id, rank, nranks, origin)
+            )
+        return facts
+
+    def _channel(self, p: NcclLine, ts_ns: int, line_no: int) -> list[JobFact]:
+        m = _CHANNEL.match(p.msg)
+        if m is None:
+            raise Malformed(
+                "nccl-channel",
+                "channel line not of the form 'Channel NN/N : A[x] -> B[y] [[send|receive]] via T'",
+            )
+        channel, src, dst, direction, via = m.groups()
+        net_dev: int | None = None
+        if via.startswith("NET/"):
+            dev = _NET_VIA.match(via)
+            if dev is None:
+                raise Malformed(
+                    "nccl-channel", f"network channel without a device index in 'via {via}'"
+                )
+            net_dev = int(dev.group(1))
+        # A capture that starts after init still shows which NIC carries which hop, so the edge
+        # is kept under a per-process "unknown" communicator rather than dropped.
+        ptr = self._thread_comm.get((p.host, p.pid, p.tid)) or self._process_comm.get(
+            (p.host, p.pid), UNKNOWN_COMM
+        )
+        return [
+            ChannelEdge(
+                ts_ns,
+                self._job_id,
+                p.host,
+                p.pid,
+                self._comm_id(p.host, p.pid, ptr),
+                int(channel),
+                int(src),
+                int(dst),
+                direction or "",
+                via,
+                net_dev,
+                LogOrigin(self._source, line_no),
+            )
+        ]
+
+    def _devices(self, p: NcclLine, ts_ns: int, line_no: int) -> NetDevices:
+        listing = p.msg.split(";", 1)[0]
+        devices: list[NetDevice] = []
+        groups = _VDEV.findall(listing)
+        if groups:
+            # Merged NICs (`[1]={[2] mlx5_0:1/RoCE, [3] mlx5_1:1/RoCE}`): channels name the
+            # virtual index, so every member NIC is listed under it.
+            for vindex, members in groups:
+                for _, name, port, link in _DEV.findall(members):
+                    devices.append(NetDevice(int(vindex), name, int(port), link))
+        else:
+            for index, name, port, link in _DEV.findall(listing):
+                devices.append(NetDevice(int(index), name, int(port), link))
+        if not devices:
+            raise Malformed(
+                "nccl-net-devices", "'NET/IB : Using' line without any '[i]name:port/LINK' entry"
+            )
+        return NetDevices(
+            ts_ns, self._job_id, p.host, p.pid, tuple(devices), LogOrigin(self._source, line_no)
+        )
+
+    def _ras_dead(self, p: NcclLine, ts_ns: int, line_no: int) -> list[JobFact]:
+        m = _RAS_DEAD.match(p.msg)
+        if m is None:
+            return []
+        origin = LogOrigin(self._source, line_no)
+        return [RasReport(ts_ns, self._job_id, peer_address(m.group(1)), p.msg, origin)]

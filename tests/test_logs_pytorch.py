@@ -1,0 +1,118 @@
+"""PyTorch watchdog timeouts -> CollectiveTimeout, once per (rank, seq, op)."""
+
+from __future__ import annotations
+
+import pytest
+from logs_support import JOB, of_type, parse_real, parse_text, real_lines, utc_ns
+
+from railtrace.streams.logs import parse_lines
+from railtrace.streams.records import CollectiveTimeout, LogOrigin
+
+WATCHDOG = [
+    # (fixture, line index, rank, seq, op, timeout_ms, ran_for_ms)
+    ("llamafactory_6269_watchdog_pt24.log", 0, 0, 7753, "_REDUCE_SCATTER_BASE", 600000, 600061),
+    ("basicsr_737_pg_id_guid.log", 0, 1, 808, "ALLREDUCE", 600000, 600020),
+    ("ofa_271_pt113_untimed.log", 1, 3, 469508, "ALLREDUCE", 1800000, 1802211),
+    ("sglang_1693_rethrow_pg3.log", 1, 5, 9141, "_ALLGATHER_BASE", 600000, 600020),
+    ("megatron_935_rethrow_pg1.log", 1, 7, 199, "_REDUCE_SCATTER_BASE", 600000, 882725),
+    ("catalyst_15_nccl_watchdog_rethrow.log", 1, 6, 880, "BROADCAST", 1800000, 1800902),
+    ("instructlab_520_pg_id_guid_rethrow.log", 1, 3, 1, "ALLREDUCE", 1, 90),
+    ("nccl_1730_ras_ok_then_watchdog.log", 23, 118, 2398459, "ALLREDUCE", 1800000, 1800068),
+    ("llamafactory_7396_line_numbered_watchdog.log", 1, 4, 1580, "ALLREDUCE", 600000, 600067),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "rank", "seq", "op", "timeout_ms", "ran_for_ms"),
+    WATCHDOG,
+    ids=[w[0] for w in WATCHDOG],
+)
+def test_watchdog_timeout_variants_across_pytorch_versions(
+    name: str, index: int, rank: int, seq: int, op: str, timeout_ms: int, ran_for_ms: int
+) -> None:
+    facts, stats = parse_text(real_lines(name)[index].decode())
+    (t,) = of_type(facts, CollectiveTimeout)
+    assert (t.rank, t.seq, t.op, t.timeout_ms, t.ran_for_ms) == (
+        rank, seq, op, timeout_ms, ran_for_ms
+    )  # fmt: skip
+    assert stats.malformed == 0
+
+
+def test_timeout_start_is_line_time_minus_ran_for() -> None:
+    facts, _ = parse_real("llamafactory_6269_watchdog_pt24.log", year_hint=2024)
+    first = of_type(facts, CollectiveTimeout)[0]
+    ts = utc_ns(2024, 12, 6, 18, 44, 12, 715_298_746)
+    assert (first.ts_ns, first.started_ns) == (ts, ts - 600_061 * 1_000_000)
+    assert first.origin == LogOrigin("llamafactory_6269_watchdog_pt24.log", 1)
+
+
+def test_each_rank_of_a_shared_seq_gets_its_own_timeout() -> None:
+    facts, _ = parse_real("llamafactory_6269_watchdog_pt24.log")
+    assert [(t.rank, t.seq) for t in of_type(facts, CollectiveTimeout)] == [
+        (0, 7753),
+        (4, 7753),
+        (3, 7753),
+    ]
+
+
+def test_repeated_watchdog_message_is_emitted_once() -> None:
+    facts, _ = parse_real("pytorch_118369_progress_bar_repeats.log")
+    assert [(t.rank, t.seq) for t in of_type(facts, CollectiveTimeout)] == [
+        (0, 96120),
+        (0, 96117),
+        (0, 96125),
+        (7, 64088),
+    ]
+
+
+def test_watchdog_line_then_rethrow_of_same_work_is_one_timeout() -> None:
+    lines = [
+        real_lines("basicsr_737_pg_id_guid.log")[0].decode(),
+        real_lines("basicsr_737_pg_id_guid.log")[1].decode(),
+        # SYNTHETIC rethrow of the same work, in the real format of instructlab#520:
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread "
+        "terminated with exception: [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+        "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
+    ]
+    facts, _ = parse_lines(lines, job_id=JOB, source="s", year_hint=2025)
+    (t,) = of_type(facts, CollectiveTimeout)
+    assert (t.rank, t.seq, t.origin.line_no) == (1, 808, 1)
+
+
+def test_followup_lines_of_a_timeout_add_no_facts() -> None:
+    facts, stats = parse_real("llamafactory_8261_some_ops_failed_rethrow.log")
+    assert facts == []
+    assert stats.skipped == 3
+
+
+def test_timeout_host_is_that_of_last_nccl_line_else_none() -> None:
+    nccl = real_lines("nccl_1038_roce_ro_init_start.log")[3]
+    timeout = real_lines("basicsr_737_pg_id_guid.log")[0]
+    with_host, _ = parse_lines([nccl, timeout], job_id=JOB, source="s")
+    without, _ = parse_lines([timeout], job_id=JOB, source="s")
+    assert of_type(with_host, CollectiveTimeout)[0].host == "host-2"
+    assert of_type(without, CollectiveTimeout)[0].host is None
+
+
+def test_line_wrapped_timeout_keeps_what_it_can_read() -> None:
+    facts, stats = parse_real("open_r1_620_wrapped_lines.log")
+    (t,) = of_type(facts, CollectiveTimeout)
+    assert (t.rank, t.seq, t.op, t.timeout_ms, t.ran_for_ms) == (
+        None,
+        4,
+        "BROADCAST",
+        1800000,
+        1800011,
+    )
+    assert stats.malformed == 0
+
+
+def test_watchdog_line_without_work_fields_is_a_dead_letter() -> None:
+    facts, stats = parse_text(
+        "[rank2]:[E626 06:24:44.1 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective "
+        "operation timeout: WorkNCCL(garbled"
+    )
+    assert facts == []
+    assert stats.dead_letters[0].extra["rule"] == "torch-watchdog"
