@@ -1,0 +1,109 @@
+"""End to end on one machine: simulate an incident, replay it into a real chDB store, and check
+every job's verdict against the simulator's ground truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from railtrace.replay import CaptureError, open_capture, replay
+from railtrace.simulate import Fault, write_capture
+from railtrace.store.chdb_store import ChdbStore
+from railtrace.streams.records import CauseKind, JobState, Verdict
+
+#: A shorter watchdog than PyTorch's 10-minute default keeps captures small; attribution does
+#: not depend on it (the watchdog only dates the stall).
+WATCHDOG_S = 120
+
+
+def _check_against_truth(verdicts: list[Verdict], truth: dict) -> None:
+    assert {v.job_id for v in verdicts} == set(truth["jobs"])
+    for v in verdicts:
+        want = truth["jobs"][v.job_id]
+        assert v.state == want["state"], (v.job_id, v, want)
+        if want["state"] == "healthy":
+            assert v.cause_kind == CauseKind.UNKNOWN and v.cause_link is None
+            continue
+        if want["cause"] == "link":
+            assert v.cause_kind == CauseKind.LINK, v
+            assert v.cause_link is not None and v.cause_link.link_id == want["link"]["id"], v
+        else:
+            assert v.cause_kind == CauseKind.NODE and v.cause_node == want["node"], v
+        assert 0.3 < v.confidence <= 1.0
+        assert v.stalled_at_ns is not None and v.decided_at_ns is not None
+        # Never decided before the fault (within the one-second resolution of syslog stamps),
+        # and never after the watchdog fired.
+        assert truth["fault_at_ns"] - 10**9 <= v.decided_at_ns <= want["watchdog_at_ns"] + 10**10
+        assert abs(v.stalled_at_ns - want["stalled_at_ns"]) < 60 * 10**9
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("fault", list(Fault), ids=str)
+def test_replay_names_the_simulated_culprit(tmp_path: Path, fault: Fault, seed: int) -> None:
+    truth = write_capture(tmp_path / "cap", 64, fault, seed, watchdog_s=WATCHDOG_S)
+    store = ChdbStore(tmp_path / "data")
+    try:
+        store.migrate()
+        report = replay(open_capture(tmp_path / "cap"), store)
+        _check_against_truth(report.verdicts, truth)
+        for v in report.verdicts:
+            assert store.get_verdict(v.job_id) == v
+        assert store.count("link_samples") == report.samples > 100_000
+        assert sum(report.dead_letters.values()) == 0
+        stalled = store.list_jobs(JobState.STALLED, limit=10, offset=0)
+        assert len(stalled) == (0 if fault is Fault.NONE else 1)
+    finally:
+        store.close()
+
+
+def test_replaying_the_same_capture_twice_gives_identical_verdicts(tmp_path: Path) -> None:
+    write_capture(tmp_path / "cap", 64, Fault.FLAP, 5, watchdog_s=WATCHDOG_S)
+    first = replay(open_capture(tmp_path / "cap"), _NullSink())
+    second = replay(open_capture(tmp_path / "cap"), _NullSink())
+    assert first.verdicts == second.verdicts
+    assert first.updates == second.updates
+
+
+def test_damaged_inputs_are_dead_lettered_and_the_verdict_survives(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    truth = write_capture(cap, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
+    with (cap / "cables.csv").open("a") as fh:
+        fh.write('garbled,"row\nnode-x,dcim.interface,mlx5_0\n')
+    gnmi = sorted((cap / "gnmi").glob("*.json"))[0]
+    text = gnmi.read_text()
+    cut = len(text) // 2
+    gnmi.write_text(text[:cut] + "\n" + text[cut + 40 :])  # a message torn in the middle
+    (cap / "gnmi" / "junk.json").write_bytes(b"\x00\xff{not json at all\n[1,2\n")
+    job = next(iter(truth["jobs"]))
+    log = sorted((cap / "logs" / job).iterdir())[0]
+    with log.open("ab") as fh:
+        fh.write(b"\x89PNG\r\n\x1a\n\x00\x00\xde\xad\xbe\xef" * 50 + b"\n")
+        fh.write(b"host:1:2 [0] NCCL INFO Channel xx/0 : garbage -> [send] via NET/IB/x\n")
+    report = replay(open_capture(cap), _NullSink())
+    _check_against_truth(report.verdicts, truth)
+    assert report.dead_letters["gnmi"] >= 2
+    assert report.plan_errors
+
+
+def test_capture_without_cabling_plan_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    with pytest.raises(CaptureError, match=r"cables\.csv"):
+        open_capture(tmp_path)
+
+
+def test_truth_file_is_never_read_by_replay(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    write_capture(cap, 64, Fault.GPU_XID, 4, watchdog_s=WATCHDOG_S)
+    (cap / "truth.json").write_bytes(orjson.dumps({"lies": True}))
+    report = replay(open_capture(cap), _NullSink())
+    assert any(v.cause_kind == CauseKind.NODE for v in report.verdicts)
+
+
+class _NullSink:
+    def write_link_samples(self, rows: object) -> None: ...
+    def write_link_events(self, rows: object) -> None: ...
+    def write_job_facts(self, rows: object) -> None: ...
+    def write_verdicts(self, rows: object) -> None: ...
+    def write_dead_letters(self, rows: object) -> None: ...
