@@ -7,21 +7,32 @@ adapters; none of them holds logic of its own beyond presenting results.
 from __future__ import annotations
 
 import shutil
+import signal
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from railtrace import __version__
 from railtrace.logconfig import configure
 from railtrace.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from railtrace.store import Store
 
 app = typer.Typer(
     name="railtrace",
@@ -74,6 +85,12 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"railtrace {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -83,11 +100,13 @@ def _main(
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "WARNING",
     log_json: Annotated[bool, typer.Option(help="Log as JSON lines.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
 ) -> None:
-    if version:
-        console.print(f"railtrace {__version__}")
-        raise typer.Exit()
     try:
         settings = load_settings(config)
     except (FileNotFoundError, ValueError) as exc:
@@ -162,12 +181,12 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
     try:
         store.migrate()
         with _progress() as bar:
-            tasks: dict[str, int] = {}
+            tasks: dict[str, TaskID] = {}
 
             def tick(stage: str, n: int, total: int) -> None:
                 if stage not in tasks:
                     tasks[stage] = bar.add_task(stage, total=total)
-                bar.advance(tasks[stage], n)  # type: ignore[arg-type]
+                bar.advance(tasks[stage], n)
 
             report = replay(capture, store, batch_rows=settings.store.batch_rows, progress=tick)
     finally:
@@ -205,6 +224,26 @@ def replay_cmd(
         )
 
 
+def _open_for_reading(settings: Settings) -> Store | None:
+    """The store, or None when another process holds it (read through its API then)."""
+    from railtrace.store import StoreError, StoreLockedError, open_store
+
+    if not settings.store.clickhouse_url and not settings.store.data_dir.is_dir():
+        raise _fail(f"no data directory {settings.store.data_dir}; run `railtrace replay` first")
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError:
+        return None
+    try:
+        store.ping()
+    except StoreError as exc:
+        store.close()
+        raise _fail(
+            f"{settings.store.data_dir} holds no railtrace data ({exc}); run `railtrace replay`"
+        ) from exc
+    return store
+
+
 def _through_owner(settings: Settings, path: str) -> object:
     """Read from the process that holds the chDB directory, through its API."""
     from railtrace.store import read_owner
@@ -237,25 +276,20 @@ def verdict(
     """Which link stalled JOB_ID: the verdict, its candidates and the evidence."""
     from railtrace.api.schemas import VerdictOut
     from railtrace.render import print_verdict
-    from railtrace.store import StoreLockedError, open_store
+    from railtrace.streams.records import Verdict
 
     settings = _settings(ctx, data)
-    if not settings.store.clickhouse_url and not settings.store.data_dir.is_dir():
-        raise _fail(f"no data directory {settings.store.data_dir}; run `railtrace replay` first")
-    try:
-        store = open_store(settings.store)
-    except StoreLockedError:
-        doc = _through_owner(settings, f"/v1/jobs/{job_id}/verdict")
-        out = VerdictOut.model_validate(doc)
-        if json_out:
-            console.print_json(out.model_dump_json())
-        else:
-            print_verdict(console, out.to_record())
-        return
-    try:
-        found = store.get_verdict(job_id)
-    finally:
-        store.close()
+    store = _open_for_reading(settings)
+    found: Verdict | None
+    if store is None:
+        found = VerdictOut.model_validate(
+            _through_owner(settings, f"/v1/jobs/{job_id}/verdict")
+        ).to_record()
+    else:
+        try:
+            found = store.get_verdict(job_id)
+        finally:
+            store.close()
     if found is None:
         raise _fail(
             f"no job {job_id!r} in {settings.store.data_dir}; `railtrace jobs` lists them", 2
@@ -274,23 +308,27 @@ def jobs(
     json_out: JsonOpt = False,
 ) -> None:
     """List the jobs in the store with their current verdicts."""
-    from railtrace.api.schemas import VerdictOut
+    from railtrace.api.schemas import JobListOut, VerdictOut
     from railtrace.render import verdict_table
-    from railtrace.store import StoreLockedError, open_store
     from railtrace.streams.records import JobState
 
     settings = _settings(ctx, data)
-    try:
-        store = open_store(settings.store)
-    except StoreLockedError:
-        query = f"?state={state.value}" if state else ""
-        console.print_json(orjson.dumps(_through_owner(settings, f"/v1/jobs{query}")).decode())
-        return
-    try:
-        rows = store.list_jobs(JobState(state.value) if state else None, limit=1000, offset=0)
-        found = [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
-    finally:
-        store.close()
+    store = _open_for_reading(settings)
+    if store is None:
+        query = f"?state={state.value}&limit=1000" if state else "?limit=1000"
+        listing = JobListOut.model_validate(_through_owner(settings, f"/v1/jobs{query}"))
+        found = [
+            VerdictOut.model_validate(
+                _through_owner(settings, f"/v1/jobs/{row.job_id}/verdict")
+            ).to_record()
+            for row in listing.jobs
+        ]
+    else:
+        try:
+            rows = store.list_jobs(JobState(state.value) if state else None, limit=1000, offset=0)
+            found = [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
+        finally:
+            store.close()
     if json_out:
         docs = [VerdictOut.from_record(v).model_dump(mode="json") for v in found]
         console.print_json(orjson.dumps(docs).decode())
@@ -312,8 +350,8 @@ def serve(
     from railtrace.store import StoreLockedError, open_store, remove_owner, write_owner
 
     settings = _settings(ctx, data)
-    bind_host = host or settings.api.host
-    bind_port = port or settings.api.port
+    bind_host = settings.api.host if host is None else host
+    bind_port = settings.api.port if port is None else port
     try:
         store = open_store(settings.store)
     except StoreLockedError as exc:
@@ -324,11 +362,18 @@ def serve(
         if not settings.store.clickhouse_url:
             write_owner(settings.store.data_dir, url)
         err.print(f"railtrace API on {url}  (try {url}/v1/jobs?state=stalled, {url}/docs)")
+        # uvicorn re-raises SIGTERM after its own shutdown, which would skip the cleanup below;
+        # turning it into SystemExit lets the owner file be removed and the store closed.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
         uvicorn.run(create_app(store), host=bind_host, port=bind_port, log_level="warning")
     finally:
         if not settings.store.clickhouse_url:
             remove_owner(settings.store.data_dir)
         store.close()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 DEMO_MARK = ".railtrace-demo"

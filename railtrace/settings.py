@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,6 +28,8 @@ class StoreSettings(BaseModel):
     process at a time). With a URL, a ClickHouse server is used through clickhouse-connect.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     data_dir: Path = Path("railtrace-data")
     clickhouse_url: str | None = None
     clickhouse_user: str = "default"
@@ -37,12 +39,16 @@ class StoreSettings(BaseModel):
 
 
 class ApiSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 
 
 class AttributionSettings(BaseModel):
     """Knobs of the attribution; the defaults are what the accuracy benchmark was run with."""
+
+    model_config = ConfigDict(extra="forbid")
 
     lookback_s: float = Field(default=300.0, gt=0)
     lookahead_s: float = Field(default=60.0, ge=0)
@@ -86,7 +92,13 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     if not config_file.is_file():
         raise FileNotFoundError(f"config file not found: {config_file}")
 
-    class _FromFile(Settings):
-        model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": config_file})
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(
+            **{
+                **Settings.model_config,
+                "toml_file": config_file,
+                "title": f"settings in {config_file}",
+            }
+        )
 
-    return _FromFile(**overrides)
+    return FileSettings(**overrides)

@@ -48,6 +48,7 @@ class Pipeline:
         self.rates = CounterRates()
         self.health = LinkHealth(thresholds or Thresholds())
         self.correlator = Correlator(fabric, window)
+        self._link_ids: dict[tuple[str, str], str] = {}
 
     def on_telemetry(self, value: TelemetryValue) -> Output:
         out = Output()
@@ -69,4 +70,8 @@ class Pipeline:
 
     def link_id(self, device: str, interface: str) -> str:
         """The cable id of a switch port, or "" when the plan has no such cable."""
-        return self.fabric.link_at.get(Endpoint(device, interface), "")
+        key = (device, interface)
+        lid = self._link_ids.get(key)
+        if lid is None:
+            lid = self._link_ids[key] = self.fabric.link_at.get(Endpoint(device, interface), "")
+        return lid

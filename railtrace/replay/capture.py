@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from railtrace.streams.records import Endpoint
 from railtrace.topology.cabling import parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
 
@@ -47,7 +48,7 @@ def open_capture(root: Path) -> Capture:
     errors = list(plan.errors)
     if not plan.cables:
         raise CaptureError(f"{cables} holds no usable cable: " + "; ".join(errors[:3]))
-    addresses = {}
+    addresses: dict[str, Endpoint] = {}
     hosts = root / "hosts.csv"
     if hosts.is_file():
         addresses, host_errors = parse_hosts_csv(hosts.read_text(errors="replace"))

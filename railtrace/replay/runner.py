@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 import time
-import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +60,9 @@ class ReplayReport:
     process_s: float = 0.0
     store_s: float = 0.0
     last_event_ns: int = 0
-    peak_bytes: int | None = None
+    #: Wall time of each pipeline step that changed a verdict: the verdict latency after the
+    #: event that decided it.
+    verdict_latency_s: list[float] = field(default_factory=list)
 
 
 def _year_hint(values: list[list[TelemetryValue]]) -> int | None:
@@ -133,12 +134,9 @@ def replay(
     window: TimeWindow | None = None,
     batch_rows: int = 50_000,
     progress: Progress | None = None,
-    trace_memory: bool = False,
 ) -> ReplayReport:
     """Feed a whole capture through the core and the sink; returns what happened."""
     report = ReplayReport(plan_errors=list(capture.plan_errors))
-    if trace_memory:
-        tracemalloc.start()
     tick = progress or (lambda _stage, _n, _total: None)
     started = time.perf_counter()
     decoded = _decode(capture, report, tick)
@@ -150,11 +148,14 @@ def replay(
     step = max(1, total // 200)
     t0 = time.perf_counter()
     for n, record in enumerate(_merged(decoded.per_file, decoded.facts), 1):
+        begun = time.perf_counter()
         result = (
             pipeline.on_telemetry(record)
             if isinstance(record, TelemetryValue)
             else pipeline.on_fact(record)
         )
+        if result.verdicts:
+            report.verdict_latency_s.append(time.perf_counter() - begun)
         report.last_event_ns = max(report.last_event_ns, record.ts_ns)
         out.samples.extend((s, pipeline.link_id(s.device, s.interface)) for s in result.samples)
         out.events.extend((e, pipeline.link_id(e.device, e.interface)) for e in result.events)
@@ -176,9 +177,6 @@ def replay(
     report.samples = out.written_samples
     report.link_events = len(out.events)
     report.unknown_interfaces = pipeline.correlator.stats.unknown_interfaces
-    if trace_memory:
-        report.peak_bytes = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
     return report
 
 
