@@ -24,17 +24,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from railtrace.replay import open_capture, replay
+from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.streams.records import CauseKind, JobState
-
-
-class NullSink:
-    def write_link_samples(self, rows: object) -> None: ...
-    def write_link_events(self, rows: object) -> None: ...
-    def write_job_facts(self, rows: object) -> None: ...
-    def write_verdicts(self, rows: object) -> None: ...
-    def write_dead_letters(self, rows: object) -> None: ...
 
 
 def run_one(task: tuple[int, str, int, int]) -> dict[str, Any]:
@@ -42,7 +34,7 @@ def run_one(task: tuple[int, str, int, int]) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="railtrace-acc-"))
     try:
         truth = write_capture(work, nodes, Fault(fault), seed, watchdog_s=watchdog)
-        report = replay(open_capture(work), NullSink())
+        report = replay(open_capture(work), DiscardSink())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out: dict[str, Any] = {"fault": fault, "seed": seed, "jobs": []}

@@ -18,16 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from railtrace.replay import open_capture, replay
+from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
-
-
-class NullSink:
-    def write_link_samples(self, rows: object) -> None: ...
-    def write_link_events(self, rows: object) -> None: ...
-    def write_job_facts(self, rows: object) -> None: ...
-    def write_verdicts(self, rows: object) -> None: ...
-    def write_dead_letters(self, rows: object) -> None: ...
 
 
 def main() -> None:
@@ -47,7 +39,7 @@ def main() -> None:
         sim_s = time.perf_counter() - t
         size = sum(p.stat().st_size for p in (work / "cap").rglob("*") if p.is_file())
         capture = open_capture(work / "cap")
-        sink: object = NullSink()
+        sink: object = DiscardSink()
         if args.store:
             from railtrace.store.chdb_store import ChdbStore
 

@@ -11,7 +11,6 @@ import signal
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,6 +29,8 @@ from rich.progress import (
 from railtrace import __version__
 from railtrace.logconfig import configure
 from railtrace.settings import Settings, load_settings
+from railtrace.simulate.scenario import Fault
+from railtrace.streams.records import JobState
 
 if TYPE_CHECKING:
     from railtrace.store import Store
@@ -45,23 +46,6 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
-
-
-class FaultChoice(StrEnum):
-    LINK_DOWN = "link-down"
-    FLAP = "flap"
-    CRC_BURST = "crc-burst"
-    PFC_STORM = "pfc-storm"
-    NIC_DOWN = "nic-down"
-    GPU_XID = "gpu-xid"
-    NONE = "none"
-
-
-class StateChoice(StrEnum):
-    STALLED = "stalled"
-    SLOW = "slow"
-    HEALTHY = "healthy"
-    UNKNOWN = "unknown"
 
 
 DataOpt = Annotated[
@@ -132,25 +116,22 @@ def _progress():  # type: ignore[no-untyped-def]
 def simulate(
     out_dir: Annotated[Path, typer.Argument(help="Where to write the capture.")],
     nodes: Annotated[int, typer.Option(min=2, help="Cluster size (8-GPU nodes).")] = 64,
-    fault: Annotated[FaultChoice, typer.Option(help="What goes wrong.")] = FaultChoice.LINK_DOWN,
+    fault: Annotated[Fault, typer.Option(help="What goes wrong.")] = Fault.LINK_DOWN,
     seed: Annotated[int, typer.Option(help="One seed names one incident.")] = 1,
     watchdog: Annotated[int, typer.Option(min=10, help="PyTorch NCCL timeout, seconds.")] = 600,
     sample_interval: Annotated[int, typer.Option(min=1, help="gNMI sample interval, s.")] = 10,
 ) -> None:
     """Simulate an incident on a rail-optimized cluster and write it as a capture directory
     (cables.csv, hosts.csv, gnmi/, logs/) plus its ground truth in truth.json."""
-    from railtrace.simulate import Fault
-
-    truth = _simulate(out_dir, nodes, Fault(fault.value), seed, watchdog, sample_interval)
+    truth = _simulate(out_dir, nodes, fault, seed, watchdog, sample_interval)
     console.print(f"Wrote capture to {out_dir} ({truth['nodes']} nodes, fault {truth['fault']}).")
 
 
 def _simulate(
-    out_dir: Path, nodes: int, fault: object, seed: int, watchdog: int, sample: int
+    out_dir: Path, nodes: int, fault: Fault, seed: int, watchdog: int, sample: int
 ) -> dict[str, object]:
-    from railtrace.simulate import Fault, write_capture
+    from railtrace.simulate import write_capture
 
-    assert isinstance(fault, Fault)
     with _progress() as bar:
         task = bar.add_task("simulate", total=None)
         truth = write_capture(
@@ -165,21 +146,28 @@ def _simulate(
     return truth
 
 
+def _open_owned(settings: Settings) -> Store:
+    """Open the store this process will write to (and hold, for chDB), schema applied."""
+    from railtrace.store import StoreLockedError, open_store
+
+    try:
+        store = open_store(settings.store)
+    except StoreLockedError as exc:
+        raise _fail(str(exc)) from exc
+    store.migrate()
+    return store
+
+
 def _replay_into(settings: Settings, capture_dir: Path) -> object:
     from railtrace.render import replay_summary
     from railtrace.replay import CaptureError, open_capture, replay
-    from railtrace.store import StoreLockedError, open_store
 
     try:
         capture = open_capture(capture_dir)
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
+    store = _open_owned(settings)
     try:
-        store = open_store(settings.store)
-    except StoreLockedError as exc:
-        raise _fail(str(exc)) from exc
-    try:
-        store.migrate()
         with _progress() as bar:
             tasks: dict[str, TaskID] = {}
 
@@ -304,13 +292,12 @@ def verdict(
 def jobs(
     ctx: typer.Context,
     data: DataOpt = None,
-    state: Annotated[StateChoice | None, typer.Option(help="Only jobs in this state.")] = None,
+    state: Annotated[JobState | None, typer.Option(help="Only jobs in this state.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """List the jobs in the store with their current verdicts."""
     from railtrace.api.schemas import JobListOut, VerdictOut
     from railtrace.render import verdict_table
-    from railtrace.streams.records import JobState
 
     settings = _settings(ctx, data)
     store = _open_for_reading(settings)
@@ -325,7 +312,7 @@ def jobs(
         ]
     else:
         try:
-            rows = store.list_jobs(JobState(state.value) if state else None, limit=1000, offset=0)
+            rows = store.list_jobs(state, limit=1000, offset=0)
             found = [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
         finally:
             store.close()
@@ -347,17 +334,13 @@ def serve(
     import uvicorn
 
     from railtrace.api.app import create_app
-    from railtrace.store import StoreLockedError, open_store, remove_owner, write_owner
+    from railtrace.store import remove_owner, write_owner
 
     settings = _settings(ctx, data)
     bind_host = settings.api.host if host is None else host
     bind_port = settings.api.port if port is None else port
+    store = _open_owned(settings)
     try:
-        store = open_store(settings.store)
-    except StoreLockedError as exc:
-        raise _fail(str(exc)) from exc
-    try:
-        store.migrate()
         url = f"http://{bind_host}:{bind_port}"
         if not settings.store.clickhouse_url:
             write_owner(settings.store.data_dir, url)
@@ -386,13 +369,12 @@ def demo(
         Path("railtrace-demo")
     ),
     nodes: Annotated[int, typer.Option(min=2)] = 64,
-    fault: Annotated[FaultChoice, typer.Option()] = FaultChoice.LINK_DOWN,
+    fault: Annotated[Fault, typer.Option(help="What goes wrong.")] = Fault.LINK_DOWN,
     seed: Annotated[int, typer.Option()] = 7,
 ) -> None:
     """Simulate a 64-node cluster with a fault, replay it, and show which link stalled which job."""
     from railtrace.render import verdict_table
     from railtrace.replay import ReplayReport
-    from railtrace.simulate import Fault
 
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / DEMO_MARK).exists():
         raise _fail(f"{workdir} exists and is not a railtrace demo directory; pick --workdir")
@@ -400,8 +382,8 @@ def demo(
     workdir.mkdir(parents=True)
     (workdir / DEMO_MARK).touch()
     capture, data = workdir / "capture", workdir / "data"
-    console.rule(f"railtrace demo: {nodes} nodes, fault {fault.value}, seed {seed}")
-    truth = _simulate(capture, nodes, Fault(fault.value), seed, 600, 10)
+    console.rule(f"railtrace demo: {nodes} nodes, fault {fault}, seed {seed}")
+    truth = _simulate(capture, nodes, fault, seed, 600, 10)
     settings = _settings(ctx, data)
     report = _replay_into(settings, capture)
     assert isinstance(report, ReplayReport)

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from railtrace.replay import CaptureError, open_capture, replay
+from railtrace.replay import CaptureError, DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import CauseKind, JobState, Verdict
@@ -60,8 +60,8 @@ def test_replay_names_the_simulated_culprit(tmp_path: Path, fault: Fault, seed: 
 
 def test_replaying_the_same_capture_twice_gives_identical_verdicts(tmp_path: Path) -> None:
     write_capture(tmp_path / "cap", 64, Fault.FLAP, 5, watchdog_s=WATCHDOG_S)
-    first = replay(open_capture(tmp_path / "cap"), _NullSink())
-    second = replay(open_capture(tmp_path / "cap"), _NullSink())
+    first = replay(open_capture(tmp_path / "cap"), DiscardSink())
+    second = replay(open_capture(tmp_path / "cap"), DiscardSink())
     assert first.verdicts == second.verdicts
     assert first.updates == second.updates
 
@@ -81,7 +81,7 @@ def test_damaged_inputs_are_dead_lettered_and_the_verdict_survives(tmp_path: Pat
     with log.open("ab") as fh:
         fh.write(b"\x89PNG\r\n\x1a\n\x00\x00\xde\xad\xbe\xef" * 50 + b"\n")
         fh.write(b"host:1:2 [0] NCCL INFO Channel xx/0 : garbage -> [send] via NET/IB/x\n")
-    report = replay(open_capture(cap), _NullSink())
+    report = replay(open_capture(cap), DiscardSink())
     _check_against_truth(report.verdicts, truth)
     assert report.dead_letters["gnmi"] >= 2
     assert report.plan_errors
@@ -97,13 +97,5 @@ def test_truth_file_is_never_read_by_replay(tmp_path: Path) -> None:
     cap = tmp_path / "cap"
     write_capture(cap, 64, Fault.GPU_XID, 4, watchdog_s=WATCHDOG_S)
     (cap / "truth.json").write_bytes(orjson.dumps({"lies": True}))
-    report = replay(open_capture(cap), _NullSink())
+    report = replay(open_capture(cap), DiscardSink())
     assert any(v.cause_kind == CauseKind.NODE for v in report.verdicts)
-
-
-class _NullSink:
-    def write_link_samples(self, rows: object) -> None: ...
-    def write_link_events(self, rows: object) -> None: ...
-    def write_job_facts(self, rows: object) -> None: ...
-    def write_verdicts(self, rows: object) -> None: ...
-    def write_dead_letters(self, rows: object) -> None: ...

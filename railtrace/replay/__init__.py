@@ -4,6 +4,14 @@ Owns file reading; the core it drives (`railtrace.streams.pipeline`) stays I/O-f
 """
 
 from railtrace.replay.capture import Capture, CaptureError, open_capture
-from railtrace.replay.runner import ReplayReport, Sink, replay
+from railtrace.replay.runner import DiscardSink, ReplayReport, Sink, replay
 
-__all__ = ["Capture", "CaptureError", "ReplayReport", "Sink", "open_capture", "replay"]
+__all__ = [
+    "Capture",
+    "CaptureError",
+    "DiscardSink",
+    "ReplayReport",
+    "Sink",
+    "open_capture",
+    "replay",
+]
