@@ -75,6 +75,11 @@ def main() -> None:
         f"{(report.telemetry_values + report.facts) / report.process_s:,.0f} records/s "
         f"through the pipeline"
     )
+    gnmi_s = report.decode_s - report.logs_s
+    print(
+        f"decode rates, one core: {report.telemetry_values / gnmi_s:,.0f} gNMI values/s; "
+        f"{report.log_lines / report.logs_s:,.0f} log lines/s"
+    )
     print(
         f"verdict changes: {len(lat)}; latency of the deciding step: "
         f"p50 {statistics.median(lat) * 1e3:.2f} ms, max {lat[-1] * 1e3:.2f} ms"

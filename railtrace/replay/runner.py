@@ -67,6 +67,8 @@ class ReplayReport:
     unknown_interfaces: int = 0
     plan_errors: list[str] = field(default_factory=list)
     decode_s: float = 0.0
+    #: The part of decode_s spent parsing logs.
+    logs_s: float = 0.0
     process_s: float = 0.0
     store_s: float = 0.0
     last_event_ns: int = 0
@@ -104,6 +106,7 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
     out.dead.extend(decoder.stats.dead_letters)
     report.dead_letters["gnmi"] = len(decoder.stats.dead_letters)
     year = _year_hint(out.per_file)
+    started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
         for path in paths:
             parser = LogParser(job_id, f"logs/{job_id}/{path.name}", year_hint=year)
@@ -116,6 +119,7 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
             tick("decode", 1, files)
     out.facts.sort(key=lambda f: f.ts_ns)
     report.facts = len(out.facts)
+    report.logs_s = time.perf_counter() - started
     return out
 
 
