@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import sys
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -391,13 +392,29 @@ def demo(
     _say_truth(truth)
     stalled = [v.job_id for v in report.verdicts if v.state == "stalled"]
     job = stalled[0] if stalled else (report.verdicts[0].job_id if report.verdicts else "JOB")
+    me = _self_command()
     console.print(
         "\nNext:\n"
-        f"  railtrace verdict {job} --data {data}          # the evidence, in the terminal\n"
-        f"  railtrace serve --data {data}                  # then, in another shell:\n"
+        f"  {me} verdict {job} --data {data}    # the evidence, in the terminal\n"
+        f"  {me} serve --data {data}            # then, in another shell:\n"
         f"  curl -s http://127.0.0.1:8000/v1/jobs/{job}/verdict\n"
-        "  curl -s 'http://127.0.0.1:8000/v1/jobs?state=stalled'"
+        "  curl -s 'http://127.0.0.1:8000/v1/jobs?state=stalled'",
+        soft_wrap=True,
     )
+
+
+def _self_command() -> str:
+    """How the user can run railtrace again: bare when it is on PATH, else the script path."""
+    argv0 = Path(sys.argv[0])
+    on_path = shutil.which("railtrace")
+    if on_path and argv0.name == "railtrace" and Path(on_path).resolve() == argv0.resolve():
+        return "railtrace"
+    if argv0.name == "railtrace":
+        try:
+            return str(argv0.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            return str(argv0)
+    return "railtrace"
 
 
 def _say_truth(truth: dict[str, object]) -> None:

@@ -29,7 +29,7 @@ def cause_text(v: Verdict) -> str:
 def verdict_table(verdicts: list[Verdict], title: str = "Jobs and verdicts") -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("job", "state", "ranks", "stalled at (UTC)", "cause", "confidence", "known after"):
-        table.add_column(col, no_wrap=col in {"job", "state"})
+        table.add_column(col, no_wrap=col in {"job", "state"}, overflow="fold")
     for v in verdicts:
         after = ""
         if v.stalled_at_ns is not None and v.decided_at_ns is not None:
