@@ -2,9 +2,24 @@
 
 It reads NCCL (NCCL_DEBUG=INFO/WARN), PyTorch ProcessGroupNCCL, NCCL RAS reports and kernel
 `NVRM: Xid` lines, whatever wrappers (log shippers, mpirun, torchrun, syslog) put around them,
-and does no I/O: callers hand it lines and get JobFacts back, deterministically.
+and does no I/O: callers hand it lines and get JobFacts back, deterministically. Its state
+is bounded and can be saved and resumed (`LogParser.snapshot` / `LogParser.restore`).
 """
 
-from .parser import MAX_DEAD_LETTERS, MAX_LINE_BYTES, LogParser, ParseStats, parse_lines
+from .parser import (
+    MAX_DEAD_LETTERS,
+    MAX_LINE_BYTES,
+    SNAPSHOT_VERSION,
+    LogParser,
+    ParseStats,
+    parse_lines,
+)
 
-__all__ = ["MAX_DEAD_LETTERS", "MAX_LINE_BYTES", "LogParser", "ParseStats", "parse_lines"]
+__all__ = [
+    "MAX_DEAD_LETTERS",
+    "MAX_LINE_BYTES",
+    "SNAPSHOT_VERSION",
+    "LogParser",
+    "ParseStats",
+    "parse_lines",
+]

@@ -1,8 +1,12 @@
-"""Pieces every rule module shares: the malformed-line signal and address clean-up."""
+"""Pieces every rule module shares: the malformed-line signal, address clean-up, bounded state."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class Malformed(Exception):  # noqa: N818 - a signal, not an error of the parser itself
@@ -46,3 +50,17 @@ def peer_address(token: str) -> str:
     if zone >= 0:
         token = token[:zone]
     return token.strip("[](),;")
+
+
+def remember(recent: dict[K, V], key: K, value: V, limit: int) -> None:
+    """Store `key` as the newest entry of `recent`, forgetting the oldest entries beyond `limit`.
+
+    A parser lives as long as its job's stream (weeks, inside a streaming worker) and its state
+    is written to a changelog, so every table a rule keeps is a dict in recency order with a
+    fixed cap instead of an ever-growing set: what falls out is what the log stopped talking
+    about long ago. The order is part of the state, so snapshots keep it (see LogParser).
+    """
+    recent.pop(key, None)
+    recent[key] = value
+    while len(recent) > limit:
+        del recent[next(iter(recent))]

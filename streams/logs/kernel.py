@@ -7,6 +7,7 @@ on their own; such lines take the time of the last timed line, like any untimed 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..records import JobFact, LogOrigin, XidEvent
 from .common import Malformed, Where
@@ -25,6 +26,13 @@ class KernelRules:
     def __init__(self, job_id: str, source: str) -> None:
         self._job_id = job_id
         self._source = source
+
+    def snapshot(self) -> dict[str, Any]:
+        """Nothing: Xid lines stand alone. Kept so every rule has a slot in a parser snapshot."""
+        return {}
+
+    def load(self, snap: dict[str, Any]) -> None:
+        """Nothing to take over (see `snapshot`)."""
 
     def handle(
         self, text: str, lead_end: int, ts_ns: int, line_no: int, where: Where

@@ -7,12 +7,17 @@ and which shared `commId` hash belongs to each communicator pointer of each proc
 `Trees [c] d0/d1/d2->r->up` and `Ring cc : p -> r -> n` lines are not turned into edges: they
 name no transport and no NIC, and every tree or ring connection NCCL sets up is also printed
 as a `Channel ... via ...` line, which yields the same hop with its NIC.
+
+The state is bounded (MAX_COMMUNICATORS entries per table, the least recently written
+forgotten first), so a file that outlives thousands of communicators or process restarts keeps
+a fixed size.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..records import (
     ChannelEdge,
@@ -25,7 +30,7 @@ from ..records import (
     RankInfo,
     RasReport,
 )
-from .common import Malformed, peer_address
+from .common import Malformed, peer_address, remember
 from .netmsg import classify
 
 # The host is matched leniently (any run of name characters) because wrappers glue text in
@@ -53,6 +58,15 @@ _RAS_DEAD = re.compile(r"^RAS declaring peer (\S+) as DEAD")
 #: Stands in for the communicator pointer of channel lines seen before any init line of their
 #: process; their comm_id then reads "host:pid:unknown".
 UNKNOWN_COMM = "unknown"
+#: Entries kept in each communicator table of one file: thread -> communicator, process ->
+#: communicator, communicator -> commId, and the (process, communicator, rank) already reported.
+#: A table only needs the communicators whose init lines are still being printed, about one per
+#: process initializing at that moment, so 2048 covers even a file interleaving a 2048-GPU job;
+#: what is dropped first is the oldest init (finished communicators, processes of old restarts).
+#: Past the cap, a late channel line of a forgotten communicator gets the comm_id
+#: "host:pid:pointer" instead of its commId, and a repeated init line repeats its RankInfo.
+#: The cap also keeps a worst-case snapshot under Kafka's default 1 MB message size.
+MAX_COMMUNICATORS = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +98,28 @@ class NcclRules:
         self._thread_comm: dict[tuple[str, int, int], str] = {}
         self._process_comm: dict[tuple[str, int], str] = {}
         self._comm_ids: dict[tuple[str, int, str], str] = {}
-        self._ranks_seen: set[tuple[str, int, str, int]] = set()
+        self._ranks_seen: dict[tuple[str, int, str, int], None] = {}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The tables as JSON lists of rows, oldest first, so eviction order survives a restore."""
+        return {
+            "thread_comm": [[h, pid, tid, ptr] for (h, pid, tid), ptr in self._thread_comm.items()],
+            "process_comm": [[h, pid, ptr] for (h, pid), ptr in self._process_comm.items()],
+            "comm_ids": [[h, pid, ptr, cid] for (h, pid, ptr), cid in self._comm_ids.items()],
+            "ranks_seen": [[h, pid, cid, rank] for h, pid, cid, rank in self._ranks_seen],
+        }
+
+    def load(self, snap: dict[str, Any]) -> None:
+        """Take over the tables written by `snapshot` (into a fresh instance)."""
+        cap = MAX_COMMUNICATORS
+        for host, pid, tid, ptr in snap["thread_comm"]:
+            remember(self._thread_comm, (str(host), int(pid), int(tid)), str(ptr), cap)
+        for host, pid, ptr in snap["process_comm"]:
+            remember(self._process_comm, (str(host), int(pid)), str(ptr), cap)
+        for host, pid, ptr, cid in snap["comm_ids"]:
+            remember(self._comm_ids, (str(host), int(pid), str(ptr)), str(cid), cap)
+        for host, pid, cid, rank in snap["ranks_seen"]:
+            remember(self._ranks_seen, (str(host), int(pid), str(cid), int(rank)), None, cap)
 
     def handle(self, p: NcclLine, ts_ns: int, line_no: int) -> list[JobFact]:
         """Facts from one NCCL line; Malformed when a rule's anchor is there but not its fields."""
@@ -122,17 +157,19 @@ class NcclRules:
             return []  # "- Destroy COMPLETE" / "- Abort COMPLETE": the communicator is going away
         hash_m = _COMM_ID.search(tail)
         if hash_m is not None:
-            self._comm_ids[(p.host, p.pid, ptr)] = hash_m.group(1).lower()
+            remember(
+                self._comm_ids, (p.host, p.pid, ptr), hash_m.group(1).lower(), MAX_COMMUNICATORS
+            )
         if phase is None or phase.group(2) == "START":
-            self._thread_comm[(p.host, p.pid, p.tid)] = ptr
-            self._process_comm[(p.host, p.pid)] = ptr
+            remember(self._thread_comm, (p.host, p.pid, p.tid), ptr, MAX_COMMUNICATORS)
+            remember(self._process_comm, (p.host, p.pid), ptr, MAX_COMMUNICATORS)
         comm_id = self._comm_id(p.host, p.pid, ptr)
         rank, nranks = int(rank_s), int(nranks_s)
         origin = LogOrigin(self._source, line_no)
         facts: list[JobFact] = []
         key = (p.host, p.pid, comm_id, rank)
         if key not in self._ranks_seen:
-            self._ranks_seen.add(key)
+            remember(self._ranks_seen, key, None, MAX_COMMUNICATORS)
             dev = _CUDA_DEV.search(tail)
             bus = _BUS_ID.search(tail)
             facts.append(

@@ -4,14 +4,19 @@ PyTorch repeats itself: the same `WorkNCCL(...)` text is logged by the watchdog,
 `what():` of the exception that kills the process, and again in the Python traceback. Facts
 are therefore emitted once per (rank, seq, op) for timeouts, and once per (kind, peer, time,
 process) for errors, so a single stall does not look like several.
+
+Those repeats follow each other within a few lines, so the memory of what was reported only
+needs to reach back a little way: it is capped (see MAX_TIMEOUTS_PER_RANK, MAX_TIMEOUT_RANKS,
+MAX_ERRORS_SEEN) so a job that keeps timing out for weeks keeps a fixed-size state.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..records import CollectiveTimeout, JobFact, LogOrigin, NetError
-from .common import Malformed, Where
+from .common import Malformed, Where, remember
 from .netmsg import classify, classify_exception
 
 _ANCHOR = "operation timeout: WorkNCCL("
@@ -25,6 +30,19 @@ _TORCHRUN_PREFIX = re.compile(r"^\s*\[rank\d+\]:\s?")
 _LAST_ERROR = "Last error:"
 _NS_PER_MS = 1_000_000
 
+#: Timeouts remembered per rank, the oldest forgotten first. The watchdog line, the `what():` and
+#: the traceback of one timeout come together; a rank only interleaves a few (one per process
+#: group that stalls at once), so 16 leaves ample room. An older (seq, op) that is printed
+#: again after 16 newer ones of its rank is reported a second time.
+MAX_TIMEOUTS_PER_RANK = 16
+#: Ranks whose timeouts are remembered (the least recently timed-out rank forgotten first). A
+#: file normally carries one rank or one node's eight, so this only matters for a whole-job
+#: log, where a rank's repeats would have to be more than 512 other ranks' timeouts apart.
+MAX_TIMEOUT_RANKS = 512
+#: Rethrown errors remembered, the oldest forgotten first. Their key includes the time, and
+#: repeats share the time of the first copy, so only the latest few can ever match again.
+MAX_ERRORS_SEEN = 256
+
 
 class TorchRules:
     """Watchdog timeouts and rethrown NCCL errors of one file, each reported once."""
@@ -32,9 +50,33 @@ class TorchRules:
     def __init__(self, job_id: str, source: str) -> None:
         self._job_id = job_id
         self._source = source
-        self._timeouts_seen: set[tuple[int | None, int | None, str]] = set()
-        self._errors_seen: set[tuple[str, str | None, int, str, int]] = set()
+        # rank -> {(seq, op)}, both levels in recency order (see `remember`).
+        self._timeouts_seen: dict[int | None, dict[tuple[int | None, str], None]] = {}
+        self._errors_seen: dict[tuple[str, str | None, int, str, int], None] = {}
         self._awaiting_last_error = False
+
+    def snapshot(self) -> dict[str, Any]:
+        """The dedup memory and the pending `Last error:` flag as plain JSON, oldest first."""
+        return {
+            "timeouts_seen": [
+                [rank, [[seq, op] for seq, op in seen]]
+                for rank, seen in self._timeouts_seen.items()
+            ],
+            "errors_seen": [list(key) for key in self._errors_seen],
+            "awaiting_last_error": self._awaiting_last_error,
+        }
+
+    def load(self, snap: dict[str, Any]) -> None:
+        """Take over the state written by `snapshot` (into a fresh instance)."""
+        for rank, pairs in snap["timeouts_seen"]:
+            seen: dict[tuple[int | None, str], None] = {}
+            for seq, op in pairs:
+                remember(seen, (_opt_int(seq), str(op)), None, MAX_TIMEOUTS_PER_RANK)
+            remember(self._timeouts_seen, _opt_int(rank), seen, MAX_TIMEOUT_RANKS)
+        for kind, peer, ts_ns, host, pid in snap["errors_seen"]:
+            key = (str(kind), None if peer is None else str(peer), int(ts_ns), str(host), int(pid))
+            remember(self._errors_seen, key, None, MAX_ERRORS_SEEN)
+        self._awaiting_last_error = bool(snap["awaiting_last_error"])
 
     def handle(self, text: str, ts_ns: int, line_no: int, where: Where) -> list[JobFact]:
         """Facts from a line without an NCCL prefix; [] when it is not PyTorch's business."""
@@ -80,7 +122,7 @@ class TorchRules:
         key = (kind, peer, ts_ns, where.host, where.pid)
         if key in self._errors_seen:
             return []
-        self._errors_seen.add(key)
+        remember(self._errors_seen, key, None, MAX_ERRORS_SEEN)
         origin = LogOrigin(self._source, line_no)
         return [NetError(ts_ns, self._job_id, where.host, where.pid, kind, peer, detail, origin)]
 
@@ -100,10 +142,13 @@ class TorchRules:
         rank = int(rank_m.group(1)) if rank_m else None
         seq = int(seq_m.group(1)) if seq_m else None
         op = op_m.group(1) if op_m else ""
-        key = (rank, seq, op)
-        if key in self._timeouts_seen:
+        seen = self._timeouts_seen.get(rank)
+        if seen is not None and (seq, op) in seen:
             return []
-        self._timeouts_seen.add(key)
+        if seen is None:
+            seen = {}
+        remember(self._timeouts_seen, rank, seen, MAX_TIMEOUT_RANKS)
+        remember(seen, (seq, op), None, MAX_TIMEOUTS_PER_RANK)
         ran_for = int(ran.group(1)) if ran else None
         # A file that has shown no time yet gives ts 0 ("unknown"); keep the start unknown too.
         started = ts_ns - ran_for * _NS_PER_MS if ran_for is not None and ts_ns else ts_ns
@@ -121,3 +166,7 @@ class TorchRules:
                 LogOrigin(self._source, line_no),
             )
         ]
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -8,6 +8,7 @@ reported line carries its header in `detail`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..records import JobFact, LogOrigin, RasReport
 
@@ -24,6 +25,15 @@ class RasRules:
         self._job_id = job_id
         self._source = source
         self._section: str | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """The open section header, so a report cut by a restart is still read under it."""
+        return {"section": self._section}
+
+    def load(self, snap: dict[str, Any]) -> None:
+        """Take over the state written by `snapshot`."""
+        section = snap["section"]
+        self._section = None if section is None else str(section)
 
     def handle(self, text: str, ts_ns: int, line_no: int) -> list[JobFact]:
         """Track section headers; report the rank/process lines inside a section."""

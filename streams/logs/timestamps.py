@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 from functools import lru_cache
+from typing import Any
 
 _MONTHS = {
     "Jan": 1,
@@ -107,6 +108,27 @@ class Clock:
         self._default_year = year_hint if year_hint is not None else datetime.now(UTC).year
         self._ref_year: int | None = None
         self._ref_month = 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """The clock's state as plain JSON values.
+
+        The resolved default year is kept rather than the hint: a parser made without a hint
+        and restored after New Year must go on lending the year it started with.
+        """
+        return {
+            "last_ns": self.last_ns,
+            "year": self._default_year,
+            "ref_year": self._ref_year,
+            "ref_month": self._ref_month,
+        }
+
+    def load(self, snap: dict[str, Any]) -> None:
+        """Take over the state written by `snapshot`."""
+        self.last_ns = int(snap["last_ns"])
+        self._default_year = int(snap["year"])
+        ref_year = snap["ref_year"]
+        self._ref_year = None if ref_year is None else int(ref_year)
+        self._ref_month = int(snap["ref_month"])
 
     def stamp(self, line: str, *, c10: bool = True) -> tuple[int | None, int]:
         """Return the time written on `line` (None if it has none) and where its leading stamp ends.
