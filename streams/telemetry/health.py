@@ -7,15 +7,21 @@ PFC storm lasting ten minutes is one PFC_STORM event, and a storm that stops and
 within the quiet period is still one. DOWN/UP are state changes and are reported each time.
 
 Time is event time (the samples' `ts_ns`) only, so replaying a capture gives the same events
-as watching it live. Inputs must come in event-time order per interface.
+as watching it live. Inputs must come in event-time order per interface; an input not newer
+than the last one of its series (oper-status of an interface, or a sample's device, interface,
+metric and qualifier) is ignored. That is what makes a stream worker's at-least-once delivery
+harmless: after a restart from a `snapshot`, the redelivered inputs are all old, and a
+redelivered flap, PFC priority or traffic sample neither repeats an event nor moves a baseline.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any, Self
 
 from ..records import LinkEvent, LinkEventKind, LinkSample, Metric, TelemetryValue
+from .state import VERSION, check_header, dec_bool, dec_int, dec_num, dec_str, enc_int, enc_num
 
 K = LinkEventKind
 
@@ -34,7 +40,24 @@ _PAUSE_MEANING = {
     "tx": "this port is pausing its peer",
 }
 
+#: Metrics whose samples change state here; samples of any other metric are ignored.
+WATCHED_METRICS = frozenset(
+    {
+        *ERROR_METRICS,
+        *_PAUSE_DIRECTION,
+        Metric.FEC_UNCORRECTABLE,
+        Metric.RX_POWER_DBM,
+        Metric.IN_OCTETS,
+        Metric.OUT_OCTETS,
+        Metric.CARRIER_TRANSITIONS,
+    }
+)
+
 _Iface = tuple[str, str]
+
+#: The per-interface parts of a version 1 snapshot (see `LinkHealth.snapshot`).
+_SNAPSHOT_PARTS = frozenset({"oper", "changes", "carrier", "latches", "pause", "baselines", "seen"})
+_LatchKey = tuple[str, str, LinkEventKind, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +125,93 @@ class LinkHealth:
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         self.thresholds = thresholds or Thresholds()
-        self._latches: dict[tuple[str, str, LinkEventKind, str], _Latch] = {}
-        self._oper: dict[_Iface, bool] = {}
+        self._latches: dict[_LatchKey, _Latch] = {}
+        # Last oper-status time and whether the link was down then (None: no up/down seen yet).
+        self._oper: dict[_Iface, tuple[int, bool | None]] = {}
         self._changes: dict[_Iface, deque[int]] = {}
         self._carrier: dict[_Iface, deque[tuple[int, int]]] = {}
         self._pause: dict[tuple[str, str, str], _PauseGroup] = {}
         self._baselines: dict[tuple[str, str, Metric], _Baseline] = {}
+        # Time of the last sample of each watched (device, interface, metric, qualifier).
+        self._seen: dict[tuple[str, str, Metric, str], int] = {}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state as plain JSON values, to be stored once per batch, not per input.
+
+        Layout (version 1): `ifaces` is device -> interface -> an object with only the parts
+        that interface has: `oper` [ts_ns, down or null], `changes` [ts_ns, ...], `carrier`
+        [[ts_ns, increments], ...], `latches` [[kind, sub, active, last_bad_ns], ...], `pause`
+        [[direction, ts_ns, total, [qualifier, ...]], ...], `baselines` [[metric, ewma,
+        samples], ...] and `seen` [[metric, qualifier, ts_ns], ...]. Grouping by interface
+        keeps it small and readable; thresholds are configuration and are not in it.
+        """
+        ifaces: dict[str, dict[str, dict[str, list[Any]]]] = {}
+
+        def rows(device: str, interface: str, part: str) -> list[Any]:
+            return ifaces.setdefault(device, {}).setdefault(interface, {}).setdefault(part, [])
+
+        for (device, interface), (ts_ns, down) in self._oper.items():
+            rows(device, interface, "oper").extend((enc_int(ts_ns), down))
+        for (device, interface), changes in self._changes.items():
+            if changes:
+                rows(device, interface, "changes").extend(enc_int(ts) for ts in changes)
+        for (device, interface), carrier in self._carrier.items():
+            if carrier:
+                rows(device, interface, "carrier").extend([enc_int(ts), n] for ts, n in carrier)
+        for (device, interface, kind, sub), latch in self._latches.items():
+            row = [str(kind), str(sub), latch.active, enc_int(latch.last_bad_ns)]
+            rows(device, interface, "latches").append(row)
+        for (device, interface, direction), group in self._pause.items():
+            row = [direction, enc_int(group.ts_ns), enc_num(group.total), list(group.qualifiers)]
+            rows(device, interface, "pause").append(row)
+        for (device, interface, metric), baseline in self._baselines.items():
+            row = [str(metric), enc_num(baseline.ewma), baseline.samples]
+            rows(device, interface, "baselines").append(row)
+        for (device, interface, metric, qualifier), ts_ns in self._seen.items():
+            rows(device, interface, "seen").append([str(metric), qualifier, enc_int(ts_ns)])
+        return {"v": VERSION, "type": "LinkHealth", "ifaces": ifaces}
+
+    @classmethod
+    def restore(cls, snap: dict[str, Any], thresholds: Thresholds | None = None) -> Self:
+        """A LinkHealth that behaves exactly as the one `snap` was taken of, under `thresholds`.
+
+        `snap` may come straight from `orjson.loads`; nothing in it is kept by reference.
+        Raises ValueError for another version, another kind of snapshot, or a damaged one.
+        """
+        check_header(snap, "LinkHealth")
+        health = cls(thresholds)
+        try:
+            for device, interfaces in snap["ifaces"].items():
+                for interface, parts in interfaces.items():
+                    health._restore_iface(device, interface, parts)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"damaged LinkHealth snapshot: {exc!r}") from exc
+        return health
+
+    def _restore_iface(self, device: str, interface: str, parts: dict[str, Any]) -> None:
+        iface = (device, interface)
+        unknown = parts.keys() - _SNAPSHOT_PARTS
+        if unknown:
+            raise ValueError(f"unknown parts {sorted(unknown)} for {device} {interface}")
+        if "oper" in parts:
+            ts_ns, down = parts["oper"]
+            self._oper[iface] = (dec_int(ts_ns), None if down is None else dec_bool(down))
+        if "changes" in parts:
+            self._changes[iface] = deque(dec_int(ts) for ts in parts["changes"])
+        if "carrier" in parts:
+            self._carrier[iface] = deque((dec_int(ts), dec_int(n)) for ts, n in parts["carrier"])
+        for kind, sub, active, last_bad_ns in parts.get("latches", ()):
+            key = (device, interface, LinkEventKind(kind), dec_str(sub))
+            self._latches[key] = _Latch(dec_bool(active), dec_int(last_bad_ns))
+        for direction, ts_ns, total, qualifiers in parts.get("pause", ()):
+            quals = [dec_str(q) for q in qualifiers]
+            group = _PauseGroup(dec_int(ts_ns), dec_num(total), quals)
+            self._pause[(device, interface, dec_str(direction))] = group
+        for metric, ewma, samples in parts.get("baselines", ()):
+            baseline = _Baseline(dec_num(ewma), dec_int(samples))
+            self._baselines[(device, interface, Metric(metric))] = baseline
+        for metric, qualifier, ts_ns in parts.get("seen", ()):
+            self._seen[(device, interface, Metric(metric), dec_str(qualifier))] = dec_int(ts_ns)
 
     def update(self, item: TelemetryValue | LinkSample) -> list[LinkEvent]:
         """The LinkEvents `item` causes. TelemetryValues other than oper-status are ignored:
@@ -118,7 +222,7 @@ class LinkHealth:
             return self._on_oper(item.ts_ns, item.device, item.interface, item.value)
         return []
 
-    def _latch(self, key: tuple[str, str, LinkEventKind, str], ts_ns: int, bad: bool) -> bool:
+    def _latch(self, key: _LatchKey, ts_ns: int, bad: bool) -> bool:
         """Record whether the condition holds at `ts_ns`; True when it is being entered."""
         latch = self._latches.get(key)
         if bad:
@@ -134,15 +238,19 @@ class LinkHealth:
         return False
 
     def _on_oper(self, ts_ns: int, device: str, interface: str, state: str) -> list[LinkEvent]:
+        iface = (device, interface)
+        last = self._oper.get(iface)
+        if last is not None and ts_ns <= last[0]:
+            return []  # redelivered or out of order: replaying it would repeat DOWN/UP/FLAP
+        was_down = None if last is None else last[1]
         if state == "up":
             down = False
         elif state in DOWN_STATES:
             down = True
         else:
+            self._oper[iface] = (ts_ns, was_down)
             return []
-        iface = (device, interface)
-        was_down = self._oper.get(iface)
-        self._oper[iface] = down
+        self._oper[iface] = (ts_ns, down)
         if was_down == down:
             return []
         events = []
@@ -172,8 +280,15 @@ class LinkHealth:
         return [LinkEvent(ts_ns, iface[0], iface[1], K.FLAP, float(count), detail)]
 
     def _on_sample(self, s: LinkSample) -> list[LinkEvent]:
-        t = self.thresholds
         metric = s.metric
+        if metric not in WATCHED_METRICS:
+            return []
+        series = (s.device, s.interface, metric, s.qualifier)
+        last = self._seen.get(series)
+        if last is not None and s.ts_ns <= last:
+            return []  # redelivered: it would count a PFC priority or move a baseline twice
+        self._seen[series] = s.ts_ns
+        t = self.thresholds
         if metric in ERROR_METRICS:
             where = f"{metric}[{s.qualifier}]" if s.qualifier else str(metric)
             bad = s.rate >= t.error_rate_per_s
