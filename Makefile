@@ -1,10 +1,10 @@
 # The two commands of the README: `make demo` and `make test`. Both install what they need
-# into .venv first (Python packages from PyPI; nothing else is needed yet).
+# into .venv first; `make test` also installs Java, Maven and kcat (Debian) and runs a broker.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut -c1-12)
 
-.PHONY: install demo test lint typecheck wheel-check pytest clean
+.PHONY: install system-deps demo test lint typecheck wheel-check pytest clean
 
 $(STAMP):
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,6 +13,13 @@ $(STAMP):
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)
+
+# What the tests need beyond Python: Java 17 and Maven (to fetch and run the Kafka broker) and
+# kcat (an independent Kafka client, to cross-check the wire format). Debian packages.
+system-deps:
+	command -v kcat >/dev/null || (apt-get update -q && apt-get install -y -q kcat)
+	command -v java >/dev/null && command -v mvn >/dev/null || \
+	  (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven)
 
 demo: install
 	$(VENV)/bin/railtrace demo
@@ -27,8 +34,10 @@ typecheck: install
 wheel-check: install
 	.ci/check-wheel
 
-pytest: install
-	$(VENV)/bin/pytest -q
+# The streaming tests need a real broker: started here (KRaft, 127.0.0.1:9092) and stopped after.
+pytest: install system-deps
+	deploy/kafka/kafka.sh start
+	$(VENV)/bin/pytest -q; rc=$$?; deploy/kafka/kafka.sh stop; exit $$rc
 
 test: lint typecheck wheel-check pytest
 

@@ -35,6 +35,7 @@ from railtrace.streams.records import JobState
 
 if TYPE_CHECKING:
     from railtrace.store import Store
+    from railtrace.topology.fabric import Fabric
 
 app = typer.Typer(
     name="railtrace",
@@ -192,12 +193,23 @@ def replay_cmd(
     ],
     data: DataOpt = None,
     json_out: JsonOpt = False,
+    to_kafka: Annotated[
+        bool,
+        typer.Option(
+            "--kafka",
+            help="Publish the capture onto the raw Kafka topics (original timestamps kept) "
+            "for the streaming workers, instead of replaying it here.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a capture through the attribution in event time and store the results."""
     from railtrace.render import verdict_table
     from railtrace.replay import ReplayReport
 
     settings = _settings(ctx, data)
+    if to_kafka:
+        _publish(settings, capture_dir)
+        return
     report = _replay_into(settings, capture_dir)
     assert isinstance(report, ReplayReport)
     if json_out:
@@ -253,6 +265,123 @@ def _through_owner(settings: Settings, path: str) -> object:
         raise _fail(
             f"the API of the owning process at {owner.api_url} did not answer: {exc}"
         ) from exc
+
+
+def _publish(settings: Settings, capture_dir: Path) -> None:
+    from railtrace.replay import CaptureError, open_capture
+    from railtrace.replay.publish import publish_capture
+
+    try:
+        capture = open_capture(capture_dir)
+    except CaptureError as exc:
+        raise _fail(str(exc)) from exc
+    with _progress() as bar:
+        task = bar.add_task("publish", total=len(capture.gnmi_files) + capture.log_file_count)
+        try:
+            done = publish_capture(capture, settings.kafka, lambda n: bar.advance(task, n))
+        except Exception as exc:  # broker down, auth refused: say so, not a traceback
+            raise _fail(
+                f"could not publish to Kafka at {settings.kafka.bootstrap_servers}: {exc}"
+            ) from exc
+    console.print(
+        f"Published {done.gnmi_messages:,} gNMI messages and {done.log_lines:,} log lines "
+        f"({done.log_messages:,} messages) to {settings.kafka.bootstrap_servers} "
+        f"(topic prefix {settings.kafka.topic_prefix!r})."
+    )
+
+
+def _load_topology(settings: Settings, topology: Path | None) -> Fabric:
+    from railtrace.replay import CaptureError, open_capture
+
+    where = topology or settings.worker.topology_dir
+    if where is None:
+        raise _fail("no topology: pass --topology DIR (a folder with cables.csv, hosts.csv)")
+    try:
+        return open_capture(where).fabric
+    except CaptureError as exc:
+        raise _fail(str(exc)) from exc
+
+
+TopologyOpt = Annotated[
+    Path | None,
+    typer.Option(help="Folder with cables.csv (and hosts.csv): the fabric to attribute on."),
+]
+
+
+@app.command()
+def worker(ctx: typer.Context, topology: TopologyOpt = None) -> None:
+    """Run a streaming worker: raw topics in; link samples, link events, job facts and
+    verdicts out. Start as many as there are partitions to share; they balance by themselves."""
+    import asyncio
+
+    import faust
+
+    from railtrace.streams.worker.kafka import ensure_topics
+    from railtrace.streams.worker.processor import Processor
+
+    settings: Settings = ctx.obj
+    fabric = _load_topology(settings, topology)
+    asyncio.run(ensure_topics(settings.kafka))
+    processor = Processor(settings, fabric)
+    faust.Worker(
+        processor.app, loglevel=settings.log_level, quiet=True, override_logging=False
+    ).execute_from_commandline()
+
+
+@app.command()
+def sink(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    serve_api: Annotated[bool, typer.Option("--serve", help="Also serve the HTTP API.")] = False,
+    host: Annotated[str | None, typer.Option(help="API listen address.")] = None,
+    port: Annotated[int | None, typer.Option(help="API listen port.")] = None,
+) -> None:
+    """Write railtrace's topics into the store (chDB: run exactly one; a ClickHouse server:
+    as many as you like), optionally serving the API from the same process."""
+    import asyncio
+
+    import faust
+    import uvicorn
+
+    from railtrace.api.app import create_app
+    from railtrace.store import remove_owner, write_owner
+    from railtrace.streams.worker.kafka import ensure_topics
+    from railtrace.streams.worker.sink import Sink
+
+    settings = _settings(ctx, data)
+    asyncio.run(ensure_topics(settings.kafka))
+    store = _open_owned(settings)
+    sink_app = Sink(settings, store)
+    embedded = not settings.store.clickhouse_url
+    if serve_api:
+        bind_host = settings.api.host if host is None else host
+        bind_port = settings.api.port if port is None else port
+        url = f"http://{bind_host}:{bind_port}"
+        config = uvicorn.Config(
+            create_app(store), host=bind_host, port=bind_port, log_level="warning"
+        )
+        server = uvicorn.Server(config)
+        # Faust's worker owns the signals; the API server runs as one of its tasks.
+        server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
+
+        async def serve_api_task() -> None:
+            await server.serve()
+
+        sink_app.app.task(serve_api_task)
+
+        err.print(f"railtrace API on {url}")
+        if embedded:
+            write_owner(settings.store.data_dir, url)
+    elif embedded:
+        write_owner(settings.store.data_dir, None)
+    try:
+        faust.Worker(
+            sink_app.app, loglevel=settings.log_level, quiet=True, override_logging=False
+        ).execute_from_commandline()
+    finally:
+        if embedded:
+            remove_owner(settings.store.data_dir)
+        store.close()
 
 
 @app.command()

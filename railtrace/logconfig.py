@@ -48,3 +48,10 @@ def configure(level: str = "INFO", json: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    # The streaming libraries' own problems should reach the same place, but not their chatter.
+    quieter = max(logging.getLevelName(level.upper()), logging.WARNING)
+    for name in ("faust", "mode", "aiokafka"):
+        lib = logging.getLogger(name)
+        lib.handlers[:] = [handler]
+        lib.setLevel(quieter)
+        lib.propagate = False

@@ -45,6 +45,40 @@ class ApiSettings(BaseModel):
     port: int = Field(default=8000, ge=1, le=65535)
 
 
+class KafkaSettings(BaseModel):
+    """Where the broker is and how to reach it; see deploy/kafka/README.md for each topic."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: str = Field(
+        default="PLAINTEXT", pattern="^(PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL)$"
+    )
+    sasl_mechanism: str = Field(default="PLAIN", pattern="^(PLAIN|SCRAM-SHA-256|SCRAM-SHA-512)$")
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    topic_prefix: str = "railtrace"
+    partitions: int = Field(default=4, ge=1, le=1024)
+    replication_factor: int = Field(default=1, ge=1)
+
+
+class WorkerSettings(BaseModel):
+    """The streaming workers (`railtrace worker`, `railtrace sink`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    app_id: str = "railtrace"
+    topology_dir: Path | None = None
+    batch_max: int = Field(default=2000, ge=1)
+    batch_within_s: float = Field(default=0.2, gt=0)
+    reevaluate_every_s: float = Field(default=1.0, gt=0)
+    session_timeout_s: float = Field(default=10.0, gt=0, le=10.0)
+    data_dir: Path = Path("railtrace-worker")
+
+
 class AttributionSettings(BaseModel):
     """Knobs of the attribution; the defaults are what the accuracy benchmark was run with."""
 
@@ -67,6 +101,8 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     api: ApiSettings = ApiSettings()
     attribution: AttributionSettings = AttributionSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    worker: WorkerSettings = WorkerSettings()
     log_level: str = "INFO"
     log_json: bool = False
 

@@ -1,13 +1,16 @@
-"""The whole core as one fold: telemetry values and job facts in, link samples, link events and
+"""The whole core as a fold: telemetry values and job facts in, link samples, link events and
 verdicts out, in event-time order.
 
-This is what both the embedded replay and the streaming workers call for every record, so that
-the same input gives the same verdicts whichever way it arrived.
+`Normalizer` (counters to rates, rates and states to link events) holds per-interface state
+and can be snapshotted, so a streaming worker keeps one per switch in a changelogged table.
+`Pipeline` puts a Normalizer and a Correlator together for the embedded replay. Both drivers
+call this same code for every record, so the same input gives the same verdicts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from railtrace.streams.attribution import Correlator, TimeWindow
 from railtrace.streams.records import (
@@ -24,6 +27,7 @@ from railtrace.streams.telemetry import CounterRates, LinkHealth, Thresholds
 from railtrace.topology.fabric import Fabric
 
 GAUGES = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C})
+SNAPSHOT_VERSION = 1
 
 
 @dataclass(slots=True)
@@ -35,23 +39,20 @@ class Output:
     verdicts: list[Verdict] = field(default_factory=list)
 
 
-class Pipeline:
-    """Counters to rates, rates and states to link events, events and facts to verdicts."""
+class Normalizer:
+    """Counter rates and link health for the interfaces it is fed."""
 
     def __init__(
         self,
-        fabric: Fabric,
-        window: TimeWindow | None = None,
         thresholds: Thresholds | None = None,
+        rates: CounterRates | None = None,
+        health: LinkHealth | None = None,
     ) -> None:
-        self.fabric = fabric
-        self.rates = CounterRates()
-        self.health = LinkHealth(thresholds or Thresholds())
-        self.correlator = Correlator(fabric, window)
-        self._link_ids: dict[tuple[str, str], str] = {}
+        self.thresholds = thresholds or Thresholds()
+        self.rates = rates or CounterRates()
+        self.health = health or LinkHealth(self.thresholds)
 
-    def on_telemetry(self, value: TelemetryValue) -> Output:
-        out = Output()
+    def on_telemetry(self, value: TelemetryValue, out: Output) -> None:
         if value.metric in COUNTER_METRICS or value.metric in GAUGES:
             sample, reset = self.rates.update(value)
             if reset is not None:
@@ -61,6 +62,43 @@ class Pipeline:
                 out.events.extend(self.health.update(sample))
         else:
             out.events.extend(self.health.update(value))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "v": SNAPSHOT_VERSION,
+            "rates": self.rates.snapshot(),
+            "health": self.health.snapshot(),
+        }
+
+    @classmethod
+    def restore(cls, snap: dict[str, Any], thresholds: Thresholds | None = None) -> Normalizer:
+        if snap.get("v") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown Normalizer snapshot version {snap.get('v')!r}")
+        thresholds = thresholds or Thresholds()
+        return cls(
+            thresholds,
+            CounterRates.restore(snap["rates"]),
+            LinkHealth.restore(snap["health"], thresholds),
+        )
+
+
+class Pipeline:
+    """One Normalizer and one Correlator: the embedded replay's whole core."""
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        window: TimeWindow | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> None:
+        self.fabric = fabric
+        self.normalizer = Normalizer(thresholds)
+        self.correlator = Correlator(fabric, window)
+        self._link_ids: dict[tuple[str, str], str] = {}
+
+    def on_telemetry(self, value: TelemetryValue) -> Output:
+        out = Output()
+        self.normalizer.on_telemetry(value, out)
         for event in out.events:
             out.verdicts.extend(self.correlator.observe(event))
         return out

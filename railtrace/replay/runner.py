@@ -27,7 +27,7 @@ from railtrace.streams.records import (
     TelemetryValue,
     Verdict,
 )
-from railtrace.streams.telemetry import GnmicDecoder
+from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
 
 Progress = Callable[[str, int, int], None]  # stage, advance, total
 
@@ -77,11 +77,25 @@ class ReplayReport:
     verdict_latency_s: list[float] = field(default_factory=list)
 
 
-def _year_hint(values: list[list[TelemetryValue]]) -> int | None:
-    firsts = [v[0].ts_ns for v in values if v]
-    if not firsts:
+def year_hint(capture: Capture) -> int | None:
+    """The year the capture starts in, from its earliest gNMI timestamp: log prefixes that
+    carry no year (PyTorch's glog, syslog) are read as that year. Both replay paths use it."""
+    first: list[int] = []
+    for path in capture.gnmi_files:
+        with path.open(errors="replace") as fh:
+            head = fh.read(65536)
+        for item in iter_messages(head, path.name):
+            if not isinstance(item, DeadLetter):
+                try:
+                    values = decode_message(item)
+                except DecodeError:
+                    continue
+                if values:
+                    first.append(min(v.ts_ns for v in values))
+                    break
+    if not first:
         return None
-    return datetime.fromtimestamp(min(firsts) / 1e9, tz=UTC).year
+    return datetime.fromtimestamp(min(first) / 1e9, tz=UTC).year
 
 
 @dataclass(slots=True)
@@ -105,7 +119,7 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
     report.unknown_paths = decoder.stats.unknown_paths
     out.dead.extend(decoder.stats.dead_letters)
     report.dead_letters["gnmi"] = len(decoder.stats.dead_letters)
-    year = _year_hint(out.per_file)
+    year = year_hint(capture)
     started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
         for path in paths:

@@ -77,8 +77,12 @@ class Store(Protocol):
 
     def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
 
-    def write_verdicts(self, rows: Sequence[Verdict]) -> None:
-        """Store verdicts as the current ones of their jobs (later rows of a batch win)."""
+    def write_verdicts(
+        self, rows: Sequence[Verdict], versions: Sequence[int] | None = None
+    ) -> None:
+        """Store verdicts as the current ones of their jobs: the row with the highest version
+        wins (by default, later writes). A streaming sink passes versions taken from the
+        verdict topic, so a redelivered old verdict never replaces a newer one."""
         ...
 
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...

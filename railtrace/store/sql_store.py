@@ -119,8 +119,18 @@ class SqlStore(ABC):
     def write_job_facts(self, rows: Sequence[JobFact]) -> None:
         self._write("job_facts", rows, to_arrow.job_facts)
 
-    def write_verdicts(self, rows: Sequence[Verdict]) -> None:
-        self._write("verdicts", rows, lambda b: to_arrow.verdicts(b, self._clock.take(len(b))))
+    def write_verdicts(
+        self, rows: Sequence[Verdict], versions: Sequence[int] | None = None
+    ) -> None:
+        if versions is None:
+            self._write("verdicts", rows, lambda b: to_arrow.verdicts(b, self._clock.take(len(b))))
+            return
+        if len(versions) != len(rows):
+            raise ValueError("one version per verdict")
+        pairs = list(zip(rows, versions, strict=True))
+        self._write(
+            "verdicts", pairs, lambda b: to_arrow.verdicts([v for v, _ in b], [n for _, n in b])
+        )
 
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None:
         self._write("dead_letters", rows, to_arrow.dead_letters)

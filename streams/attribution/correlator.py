@@ -1,25 +1,21 @@
 """The incremental attribution: link events and job facts in, verdicts out, in event time.
 
-`Correlator.observe` takes one record at a time in timestamp order and returns the verdicts
-that changed because of it. It never looks ahead: a verdict is built only from what has been
-observed so far, and records the event time at which its cause was first reached
-(`decided_at_ns`). The embedded replay and the streaming workers drive this same class.
+`Correlator.observe` takes one record at a time and returns the verdicts that changed because
+of it. A verdict is a pure function of the evidence observed so far, including `decided_at_ns`:
+the earliest evidence time from which the current answer has held. So the embedded replay (one
+process, strict time order) and the streaming workers (records arriving per partition, link
+anomalies from a replicated table, re-evaluation on a timer) reach the same verdicts.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from railtrace.streams.attribution.jobs import JobView
-from railtrace.streams.attribution.scoring import XID_STALL_THRESHOLD, TimeWindow
-from railtrace.streams.attribution.verdicts import (
-    Observations,
-    build_verdict,
-    stall_time,
-    xid_weight,
-)
+from railtrace.streams.attribution.history import LinkEventSource, LinkHistory
+from railtrace.streams.attribution.jobs import Change, JobView
+from railtrace.streams.attribution.scoring import TimeWindow
+from railtrace.streams.attribution.verdicts import Observations, build_verdict, stall_time
 from railtrace.streams.records import (
     CollectiveTimeout,
     Endpoint,
@@ -34,6 +30,10 @@ from railtrace.streams.records import (
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 
+#: Facts that can start or move a stall; others only describe the job.
+HANG_EVIDENCE = (CollectiveTimeout, NetError, RasReport, XidEvent)
+NS = 1_000_000_000
+
 
 @dataclass(slots=True)
 class CorrelatorStats:
@@ -45,28 +45,30 @@ class CorrelatorStats:
 
 
 @dataclass(slots=True)
-class _JobState:
+class _Job:
     view: JobView
     weights: LinkWeights | None = None
     verdict: Verdict | None = None
 
 
-#: Facts that can start or move a stall; others only describe the job.
-HANG_EVIDENCE = (CollectiveTimeout, NetError, RasReport, XidEvent)
-
-
 class Correlator:
-    """Holds per-link anomaly history and per-job views; both bounded by the time window."""
+    """Per-job views plus a source of link anomalies (its own history, or a shared one)."""
 
-    def __init__(self, fabric: Fabric, window: TimeWindow | None = None) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        window: TimeWindow | None = None,
+        history: LinkEventSource | None = None,
+        paths: PathFinder | None = None,
+    ) -> None:
         self.fabric = fabric
-        self.paths = PathFinder(fabric)
+        self.paths = paths or PathFinder(fabric)
         self.window = window or TimeWindow()
         self.stats = CorrelatorStats()
-        self._link_events: dict[str, list[LinkEvent]] = defaultdict(list)
-        self._jobs: dict[str, _JobState] = {}
-        self._jobs_on_link: dict[str, set[str]] = defaultdict(set)
-        self._now_ns = 0
+        self.local_history = LinkHistory() if history is None else None
+        self.history: LinkEventSource = self.local_history or history  # type: ignore[assignment]
+        self._jobs: dict[str, _Job] = {}
+        self._jobs_on_link: dict[str, set[str]] = {}
 
     # -- input ------------------------------------------------------------------------------
 
@@ -79,8 +81,7 @@ class Correlator:
         return lid
 
     def observe(self, record: LinkEvent | JobFact) -> list[Verdict]:
-        """Take one record (in event-time order) and return the verdicts it changed."""
-        self._now_ns = max(self._now_ns, record.ts_ns)
+        """Take one record and return the verdicts it changed."""
         if isinstance(record, LinkEvent):
             return self._on_link_event(record)
         return self._on_fact(record)
@@ -88,38 +89,57 @@ class Correlator:
     def _on_link_event(self, event: LinkEvent) -> list[Verdict]:
         self.stats.link_events += 1
         lid = self.resolve(event.device, event.interface)
-        if lid is None:
+        if lid is None or self.local_history is None:
             return []
-        history = self._link_events[lid]
-        bisect.insort(history, event, key=lambda e: e.ts_ns)
-        return [
-            v
-            for job_id in sorted(self._jobs_on_link.get(lid, ()))
-            if (v := self._evaluate(job_id)) is not None
-        ]
+        if not self.local_history.add(lid, event):
+            return []
+        return self.reevaluate(self._jobs_on_link.get(lid, ()))
 
     def _on_fact(self, fact: JobFact) -> list[Verdict]:
         self.stats.facts += 1
-        state = self._jobs.get(fact.job_id)
-        if state is None:
-            state = self._jobs[fact.job_id] = _JobState(JobView(fact.job_id))
-        changed = state.view.add(fact)
-        if changed:
-            state.weights = None
-        stalled = state.verdict is not None and state.verdict.state == JobState.STALLED
-        if isinstance(fact, HANG_EVIDENCE) or (changed and stalled):
-            verdict = self._evaluate(fact.job_id)
-            return [] if verdict is None else [verdict]
-        if state.verdict is None:
-            state.verdict = self._build(state, {}, None)
-            return [state.verdict]
+        job = self._jobs.get(fact.job_id)
+        if job is None:
+            job = self._jobs[fact.job_id] = _Job(JobView(fact.job_id))
+        change = job.view.add(fact)
+        if change & Change.FLOWS:
+            job.weights = None
+        stalled = job.verdict is not None and job.verdict.state == JobState.STALLED
+        if change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
+            return self.reevaluate([fact.job_id])
+        if job.verdict is None:
+            job.verdict = self._answer(job, None)
+            return [job.verdict]
         return []
+
+    def reevaluate(self, job_ids: Iterable[str] | None = None) -> list[Verdict]:
+        """Re-judge jobs (default: every stalled one) and return the verdicts that changed.
+
+        Streaming workers call this on a timer, since the link anomalies they judge against
+        arrive through a replicated table rather than through `observe`.
+        """
+        if job_ids is None:
+            job_ids = [
+                j
+                for j, job in self._jobs.items()
+                if job.verdict is not None and job.verdict.state == JobState.STALLED
+            ]
+        ids = sorted(job_ids)
+        out = []
+        for job_id in ids:
+            job = self._jobs.get(job_id)
+            if job is None:
+                continue
+            verdict = self._evaluate(job)
+            if verdict != job.verdict:
+                job.verdict = verdict
+                out.append(verdict)
+        return out
 
     # -- evaluation -------------------------------------------------------------------------
 
-    def _job_weights(self, state: _JobState) -> LinkWeights:
-        if state.weights is None:
-            flows = state.view.flows(self.fabric)
+    def _job_weights(self, job: _Job) -> LinkWeights:
+        if job.weights is None:
+            flows = job.view.flows(self.fabric)
             if flows:
                 weights = union_weights(self.paths.flow_links(a, b) for a, b in sorted(flows))
             else:
@@ -127,53 +147,62 @@ class Correlator:
                 # known, so only those can be candidates.
                 weights = {
                     lid: 1.0
-                    for host in sorted(state.view.hosts)
+                    for host in sorted(job.view.hosts)
                     for nic in self.fabric.host_nics.get(host, ())
                     if (lid := self.fabric.link_at.get(Endpoint(host, nic))) is not None
                 }
             for lid in weights:
-                self._jobs_on_link[lid].add(state.view.job_id)
-            state.weights = weights
-        return state.weights
+                self._jobs_on_link.setdefault(lid, set()).add(job.view.job_id)
+            job.weights = weights
+        return job.weights
 
-    def _evaluate(self, job_id: str) -> Verdict | None:
-        state = self._jobs[job_id]
-        weights = self._job_weights(state)
-        stalled_at = stall_time(state.view, self._severe_xid_ns(state.view))
+    def _answer(self, job: _Job, upto_ns: int | None) -> Verdict:
+        """The verdict from the evidence with event time <= upto_ns (all when None)."""
+        view = job.view
+        stalled_at = stall_time(view, upto_ns)
         if stalled_at is None:
-            if state.verdict is None:
-                state.verdict = self._build(state, {}, None)
-                return state.verdict
-            return None
-        self.stats.evaluations += 1
-        lo = stalled_at - int(self.window.lookback_s * 1e9)
-        hi = stalled_at + int(self.window.lookahead_s * 1e9)
-        events = {
-            lid: hits
-            for lid in weights
-            if (hits := _in_window(self._link_events.get(lid, ()), lo, hi))
+            return build_verdict(view, Observations({}, {}, {}), self.fabric, self.window, None)
+        weights = self._job_weights(job)
+        lo = stalled_at - int(self.window.lookback_s * NS)
+        hi = stalled_at + int(self.window.lookahead_s * NS)
+        if upto_ns is not None:
+            hi = min(hi, upto_ns)
+        events = {lid: hits for lid in weights if (hits := self.history.between(lid, lo, hi))}
+        corroborated = {
+            lid: t for lid, t in self._corroborated(view).items() if upto_ns is None or t <= upto_ns
         }
-        verdict = self._build(state, events, stalled_at)
-        previous = state.verdict
-        if previous is not None and _same_answer(previous, verdict):
-            verdict = replace(verdict, decided_at_ns=previous.decided_at_ns)
-            if previous == verdict:
-                return None
-        state.verdict = verdict
-        return verdict
+        obs = Observations(weights, events, corroborated)
+        return build_verdict(view, obs, self.fabric, self.window, stalled_at, upto_ns)
 
-    def _build(
-        self, state: _JobState, events: dict[str, list[LinkEvent]], stalled_at: int | None
-    ) -> Verdict:
-        weights = self._job_weights(state) if stalled_at is not None else {}
-        return build_verdict(
-            state.view,
-            Observations(weights, events, self._corroborated(state.view)),
-            self.fabric,
-            self.window,
-            stalled_at,
-            self._now_ns,
-        )
+    def _evaluate(self, job: _Job) -> Verdict:
+        self.stats.evaluations += 1
+        final = self._answer(job, None)
+        if final.state != JobState.STALLED:
+            return final
+        return replace(final, decided_at_ns=self._decided_at(job, final))
+
+    def _decided_at(self, job: _Job, final: Verdict) -> int:
+        """The earliest evidence time from which the answer has been `final`'s.
+
+        Checked at the times evidence arrived: each hang fact, each anomaly on the two leading
+        candidates, each NCCL error that corroborates one of them.
+        """
+        times = _turning_points(job.view)
+        for cand in final.candidates[:2]:
+            times.update(e.ts_ns for e in cand.evidence)
+        times.discard(0)
+        decided = max(times)
+        for t in sorted(times, reverse=True):
+            answer = self._answer(job, t)
+            if (answer.state, answer.cause_kind, answer.cause_link, answer.cause_node) != (
+                final.state,
+                final.cause_kind,
+                final.cause_link,
+                final.cause_node,
+            ):
+                break
+            decided = t
+        return decided
 
     def _corroborated(self, view: JobView) -> dict[str, int]:
         """Links between a host that reported a transport error and the peer it named, with
@@ -196,40 +225,52 @@ class Correlator:
                 first.setdefault(lid, err.ts_ns)
         return first
 
-    def _severe_xid_ns(self, view: JobView) -> int | None:
-        times = [x.ts_ns for x in view.xids if xid_weight(x.xid) >= XID_STALL_THRESHOLD]
-        return min(times, default=None)
-
-    # -- output -----------------------------------------------------------------------------
+    # -- output and state -------------------------------------------------------------------
 
     def verdicts(self) -> list[Verdict]:
         """The current verdict of every job seen so far, by job id."""
         out = []
         for job_id in sorted(self._jobs):
-            state = self._jobs[job_id]
-            if state.verdict is None or state.verdict.state != JobState.STALLED:
-                state.verdict = self._build(state, {}, None)
-            out.append(state.verdict)
+            job = self._jobs[job_id]
+            if job.verdict is None or job.verdict.state != JobState.STALLED:
+                job.verdict = self._answer(job, None)
+            out.append(job.verdict)
         return out
 
     def job_links(self, job_id: str) -> LinkWeights:
         """The links a job may use, with crossing probabilities (empty for an unknown job)."""
-        state = self._jobs.get(job_id)
-        return {} if state is None else dict(self._job_weights(state))
+        job = self._jobs.get(job_id)
+        return {} if job is None else dict(self._job_weights(job))
+
+    def job_view(self, job_id: str) -> JobView | None:
+        job = self._jobs.get(job_id)
+        return None if job is None else job.view
+
+    def adopt(self, view: JobView) -> None:
+        """Take over a job's view restored from a snapshot (a worker resuming a partition)."""
+        self._jobs[view.job_id] = _Job(view)
+        self._jobs[view.job_id].verdict = self._evaluate(self._jobs[view.job_id])
+
+    def drop(self, job_id: str) -> None:
+        """Forget a job (its partition moved to another worker)."""
+        self._jobs.pop(job_id, None)
 
 
-def _in_window(history: list[LinkEvent] | tuple[()], lo: int, hi: int) -> list[LinkEvent]:
-    if not history:
-        return []
-    start = bisect.bisect_left(history, lo, key=lambda e: e.ts_ns)
-    end = bisect.bisect_right(history, hi, key=lambda e: e.ts_ns)
-    return list(history[start:end])
-
-
-def _same_answer(a: Verdict, b: Verdict) -> bool:
-    return (a.state, a.cause_kind, a.cause_link, a.cause_node) == (
-        b.state,
-        b.cause_kind,
-        b.cause_link,
-        b.cause_node,
-    )
+def _turning_points(view: JobView) -> set[int]:
+    """Times at which the job's hang evidence could have changed an answer: when the stall
+    moved earlier, when a transport error named a new peer, and every Xid."""
+    points: set[int] = {x.ts_ns for x in view.xids}
+    floor = 2**63
+    hang = [(t.ts_ns, t.started_ns) for t in view.timeouts]
+    hang += [(e.ts_ns, e.ts_ns) for e in view.net_errors]
+    hang += [(r.ts_ns, r.ts_ns) for r in view.ras]
+    for ts, stall in sorted(hang):
+        if 0 < stall < floor:
+            floor = stall
+            points.add(ts)
+    peers: set[tuple[str, str | None]] = set()
+    for e in sorted(view.net_errors, key=lambda e: e.ts_ns):
+        if (e.host, e.peer) not in peers:
+            peers.add((e.host, e.peer))
+            points.add(e.ts_ns)
+    return points

@@ -7,8 +7,11 @@ when a fact that changes it arrives.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+from typing import Any
 
+from railtrace.streams import codec
 from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
@@ -25,6 +28,17 @@ from railtrace.streams.records import (
 from railtrace.topology.fabric import Fabric
 
 Flow = tuple[Endpoint, Endpoint]
+SNAPSHOT_VERSION = 1
+#: How many of each kind of hang evidence a verdict shows (verdicts.py shows at most 3).
+EVIDENCE_SHOWN = 3
+
+
+class Change(enum.IntFlag):
+    """What a new fact changed in a job's view."""
+
+    NONE = 0
+    FLOWS = 1
+    EVIDENCE = 2
 
 
 @dataclass(slots=True)
@@ -35,17 +49,24 @@ class JobView:
     comm_size: dict[str, int] = field(default_factory=dict)
     edges: dict[tuple[str, int, int, int, str], ChannelEdge] = field(default_factory=dict)
     hosts: set[str] = field(default_factory=set)
-    timeouts: list[CollectiveTimeout] = field(default_factory=list)
-    net_errors: list[NetError] = field(default_factory=list)
-    xids: list[XidEvent] = field(default_factory=list)
-    ras: list[RasReport] = field(default_factory=list)
-    init_complete: int = 0
+    # Hang evidence by where it was read, so a fact delivered twice counts once.
+    timeouts_at: dict[tuple[str, int], CollectiveTimeout] = field(default_factory=dict)
+    net_errors_at: dict[tuple[str, int], NetError] = field(default_factory=dict)
+    xids_at: dict[tuple[str, int], XidEvent] = field(default_factory=dict)
+    ras_at: dict[tuple[str, int], RasReport] = field(default_factory=dict)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
     _flows: set[Flow] | None = None
+    _stall_floor_ns: int = 2**63
+    _peers: set[tuple[str, str | None]] = field(default_factory=set)
 
-    def add(self, fact: JobFact) -> bool:
-        """Record a fact; True when it changes the job's flow set."""
+    def add(self, fact: JobFact) -> Change:
+        """Record a fact and say what it changed: the flow set, the verdict's inputs, or nothing.
+
+        Hang evidence changes the inputs when it moves the stall earlier, names a new peer, is
+        among the first few of its kind (those are shown as evidence), or is an Xid; a later
+        watchdog line of the same hang changes nothing.
+        """
         ts = fact.ts_ns
         if ts:
             self.first_ts_ns = ts if self.first_ts_ns is None else min(self.first_ts_ns, ts)
@@ -60,27 +81,52 @@ class JobView:
                 self.comm_size[fact.comm_id] = max(fact.nranks, self.comm_size.get(fact.comm_id, 0))
             case ChannelEdge():
                 if fact.net_dev is None:
-                    return False
+                    return Change.NONE
                 key = (fact.comm_id, fact.channel, fact.src_rank, fact.dst_rank, fact.direction)
                 self.edges[key] = fact
             case InitComplete():
-                self.init_complete += 1
                 self.rank_host.setdefault((fact.comm_id, fact.rank), fact.host)
-                return False
+                return Change.NONE
             case CollectiveTimeout():
-                self.timeouts.append(fact)
-                return False
+                return self._evidence(self.timeouts_at, fact, fact.started_ns)
             case NetError():
-                self.net_errors.append(fact)
-                return False
+                new_peer = (fact.host, fact.peer) not in self._peers
+                self._peers.add((fact.host, fact.peer))
+                change = self._evidence(self.net_errors_at, fact, fact.ts_ns)
+                return Change.EVIDENCE if new_peer else change
             case XidEvent():
-                self.xids.append(fact)
-                return False
+                self._evidence(self.xids_at, fact, 0)
+                return Change.EVIDENCE
             case RasReport():
-                self.ras.append(fact)
-                return False
+                return self._evidence(self.ras_at, fact, fact.ts_ns)
         self._flows = None
-        return True
+        return Change.FLOWS
+
+    def _evidence(self, into: dict[tuple[str, int], Any], fact: Any, stall_ns: int) -> Change:
+        at = _at(fact)
+        if at in into:
+            return Change.NONE
+        into[at] = fact
+        lowers = 0 < stall_ns < self._stall_floor_ns
+        if lowers:
+            self._stall_floor_ns = stall_ns
+        return Change.EVIDENCE if lowers or len(into) <= EVIDENCE_SHOWN else Change.NONE
+
+    @property
+    def timeouts(self) -> list[CollectiveTimeout]:
+        return list(self.timeouts_at.values())
+
+    @property
+    def net_errors(self) -> list[NetError]:
+        return list(self.net_errors_at.values())
+
+    @property
+    def xids(self) -> list[XidEvent]:
+        return list(self.xids_at.values())
+
+    @property
+    def ras(self) -> list[RasReport]:
+        return list(self.ras_at.values())
 
     @property
     def ranks(self) -> int:
@@ -131,3 +177,47 @@ class JobView:
             flows.add((a, b))
         self._flows = flows
         return flows
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything the view holds, as JSON types: the job's state in a streaming table."""
+        return {
+            "v": SNAPSHOT_VERSION,
+            "job_id": self.job_id,
+            "net_devs": [[h, p, codec.encode(d)] for (h, p), d in self.net_devs.items()],
+            "rank_host": [[c, r, h] for (c, r), h in self.rank_host.items()],
+            "comm_size": self.comm_size,
+            "edges": [codec.encode(e) for e in self.edges.values()],
+            "hosts": sorted(self.hosts),
+            "evidence": [
+                codec.encode(f)
+                for f in (
+                    *self.timeouts_at.values(),
+                    *self.net_errors_at.values(),
+                    *self.xids_at.values(),
+                    *self.ras_at.values(),
+                )
+            ],
+            "first_ts_ns": self.first_ts_ns,
+            "last_ts_ns": self.last_ts_ns,
+        }
+
+    @classmethod
+    def restore(cls, snap: dict[str, Any]) -> JobView:
+        if snap.get("v") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown JobView snapshot version {snap.get('v')!r}")
+        view = cls(snap["job_id"])
+        for host, pid, devs in snap["net_devs"]:
+            view.net_devs[host, pid] = tuple(codec.decode(d, NetDevice) for d in devs)
+        view.rank_host = {(c, r): h for c, r, h in snap["rank_host"]}
+        view.comm_size = dict(snap["comm_size"])
+        for raw in snap["edges"]:
+            view.add(codec.decode(raw, ChannelEdge))
+        for raw in snap["evidence"]:
+            view.add(codec.decode(raw))
+        view.hosts = set(snap["hosts"])
+        view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]
+        return view
+
+
+def _at(fact: CollectiveTimeout | NetError | XidEvent | RasReport) -> tuple[str, int]:
+    return (fact.origin.source, fact.origin.line_no)

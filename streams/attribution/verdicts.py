@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
+    XID_STALL_THRESHOLD,
     XID_WEIGHT,
     TimeWindow,
     combine,
@@ -22,10 +24,13 @@ from railtrace.streams.attribution.scoring import (
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
+    CollectiveTimeout,
     Evidence,
     JobState,
     LinkEvent,
     LinkEventKind,
+    NetError,
+    RasReport,
     Verdict,
 )
 from railtrace.topology.fabric import Fabric
@@ -51,17 +56,25 @@ def xid_weight(xid: int) -> float:
     return XID_WEIGHT.get(xid, DEFAULT_XID_WEIGHT)
 
 
-def stall_time(view: JobView, severe_xid_ns: int | None) -> int | None:
-    """When the job stopped: the earliest hang evidence, None when there is none.
+def _seen(ts_ns: int, upto_ns: int | None) -> bool:
+    return ts_ns > 0 and (upto_ns is None or ts_ns <= upto_ns)
+
+
+def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
+    """When the job stopped, from the hang evidence seen by `upto_ns`; None when there is none.
 
     A watchdog line dates the stall to the start of the collective that never finished, so it
-    usually moves the stall earlier than the transport error that was seen first.
+    usually moves the stall earlier than the transport error that was seen first. An Xid counts
+    when it surely takes a GPU out of the job.
     """
-    times = [t.started_ns for t in view.timeouts if t.started_ns > 0]
-    times += [e.ts_ns for e in view.net_errors if e.ts_ns > 0]
-    times += [r.ts_ns for r in view.ras if r.ts_ns > 0]
-    if severe_xid_ns:
-        times.append(severe_xid_ns)
+    times = [t.started_ns for t in view.timeouts if t.started_ns > 0 and _seen(t.ts_ns, upto_ns)]
+    times += [e.ts_ns for e in view.net_errors if _seen(e.ts_ns, upto_ns)]
+    times += [r.ts_ns for r in view.ras if _seen(r.ts_ns, upto_ns)]
+    times += [
+        x.ts_ns
+        for x in view.xids
+        if _seen(x.ts_ns, upto_ns) and xid_weight(x.xid) >= XID_STALL_THRESHOLD
+    ]
     return min(times, default=None)
 
 
@@ -87,7 +100,7 @@ def _link_candidate(
     score = combine([s for s, _ in scored]) * path_factor(crossing)
     evidence = [
         Evidence(e.ts_ns, "gnmi", str(e.kind), lid, f"{e.device}:{e.interface} {e.detail}".strip())
-        for _, e in sorted(scored, key=lambda se: (-se[0], se[1].ts_ns))[:4]
+        for _, e in sorted(scored, key=lambda se: (-se[0], order(se[1])))[:4]
     ]
     if lid in obs.corroborated:
         score = min(1.0, score * CORROBORATION_BOOST)
@@ -105,9 +118,13 @@ def _link_candidate(
     )
 
 
-def _node_candidates(view: JobView, window: TimeWindow, stalled_at: int) -> list[Candidate]:
+def _node_candidates(
+    view: JobView, window: TimeWindow, stalled_at: int, upto_ns: int | None
+) -> list[Candidate]:
     by_host: dict[str, list[tuple[float, Evidence]]] = {}
-    for x in view.xids:
+    for x in sorted(view.xids, key=lambda x: (x.ts_ns, x.host, x.xid)):
+        if not _seen(x.ts_ns, upto_ns):
+            continue
         s = xid_weight(x.xid) * window.factor(x.ts_ns, stalled_at)
         if s > 0:
             ev = Evidence(
@@ -129,9 +146,15 @@ def _node_candidates(view: JobView, window: TimeWindow, stalled_at: int) -> list
     ]
 
 
-def _hang_evidence(view: JobView) -> list[Evidence]:
+def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
+    def by_origin(f: CollectiveTimeout | NetError | RasReport) -> tuple[int, str, int]:
+        return (f.ts_ns, f.origin.source, f.origin.line_no)
+
+    timeouts = sorted((t for t in view.timeouts if _seen(t.ts_ns, upto_ns)), key=by_origin)
+    errors = sorted((e for e in view.net_errors if _seen(e.ts_ns, upto_ns)), key=by_origin)
+    ras = sorted((r for r in view.ras if _seen(r.ts_ns, upto_ns)), key=by_origin)
     out: list[Evidence] = []
-    for t in sorted(view.timeouts, key=lambda t: t.ts_ns)[:3]:
+    for t in timeouts[:3]:
         out.append(
             Evidence(
                 t.ts_ns,
@@ -141,9 +164,9 @@ def _hang_evidence(view: JobView) -> list[Evidence]:
                 f"{t.op} SeqNum={t.seq} ran for {t.ran_for_ms} ms (started {t.started_ns})",
             )
         )
-    for e in sorted(view.net_errors, key=lambda e: e.ts_ns)[:3]:
+    for e in errors[:3]:
         out.append(Evidence(e.ts_ns, "nccl", e.kind, e.host, e.detail[:300]))
-    for r in sorted(view.ras, key=lambda r: r.ts_ns)[:2]:
+    for r in ras[:2]:
         out.append(Evidence(r.ts_ns, "nccl", "ras", r.host or "", r.detail[:300]))
     return out
 
@@ -154,9 +177,13 @@ def build_verdict(
     fabric: Fabric,
     window: TimeWindow,
     stalled_at: int | None,
-    now_ns: int,
+    upto_ns: int | None = None,
 ) -> Verdict:
-    """The verdict for one job given everything observed up to `now_ns`."""
+    """The verdict for one job from the evidence seen by `upto_ns` (all of it when None).
+
+    `decided_at_ns` is left at the stall time; the correlator sets it to the time the answer
+    was first reached.
+    """
     ranks, hosts = view.ranks, len(view.hosts)
     if stalled_at is None:
         state = JobState.HEALTHY if ranks or hosts else JobState.UNKNOWN
@@ -177,17 +204,17 @@ def build_verdict(
         for lid in sorted(obs.events)
         if (c := _link_candidate(lid, obs.events[lid], obs, fabric, window, stalled_at))
     ]
-    candidates += _node_candidates(view, window, stalled_at)
+    candidates += _node_candidates(view, window, stalled_at, upto_ns)
     candidates.sort(key=lambda c: (-c.score, c.kind, c.link.link_id if c.link else c.node or ""))
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
-    evidence = _hang_evidence(view)
+    evidence = _hang_evidence(view, upto_ns)
     if best is None or best.score < MIN_BLAME_SCORE:
         return Verdict(
             view.job_id,
             JobState.STALLED,
             stalled_at,
-            now_ns,
+            stalled_at,
             CauseKind.UNKNOWN,
             None,
             None,
@@ -197,12 +224,14 @@ def build_verdict(
             ranks,
             hosts,
         )
-    evidence = sorted([*best.evidence, *evidence], key=lambda e: e.ts_ns)[:MAX_EVIDENCE]
+    evidence = sorted(
+        [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
+    )[:MAX_EVIDENCE]
     return Verdict(
         view.job_id,
         JobState.STALLED,
         stalled_at,
-        now_ns,
+        stalled_at,
         best.kind,
         best.link,
         best.node,

@@ -1,0 +1,68 @@
+"""Recent link anomalies by link id: what a job's stall is held against.
+
+Link events are rare next to samples (a few per incident), so every correlator can afford to
+see all of them: the embedded replay keeps them here in memory, and a streaming worker keeps
+the same data in a table replicated to every worker, so that a job's hang meets the anomalies
+of links whose telemetry other partitions normalised.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import Protocol
+
+from railtrace.streams.records import LinkEvent
+
+
+def order(e: LinkEvent) -> tuple[int, str, str, str, float, str]:
+    return (e.ts_ns, e.device, e.interface, e.kind.value, e.value, e.detail)
+
+
+class LinkEventSource(Protocol):
+    """Read access to link anomalies, whatever holds them."""
+
+    def between(self, link_id: str, lo_ns: int, hi_ns: int) -> list[LinkEvent]:
+        """Events on `link_id` with lo_ns <= ts <= hi_ns, oldest first."""
+        ...
+
+
+class LinkHistory:
+    """Events per link in time order; `prune` drops what no stall can still reach."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, list[LinkEvent]] = {}
+
+    def add(self, link_id: str, event: LinkEvent) -> bool:
+        """Insert in a total order (time, then the rest of the event), whatever order events
+        arrive in; False (and no change) when the same event is already there."""
+        history = self._events.setdefault(link_id, [])
+        i = bisect.bisect_left(history, order(event), key=order)
+        if i < len(history) and history[i] == event:
+            return False
+        history.insert(i, event)
+        return True
+
+    def between(self, link_id: str, lo_ns: int, hi_ns: int) -> list[LinkEvent]:
+        history = self._events.get(link_id)
+        if not history:
+            return []
+        i = bisect.bisect_left(history, lo_ns, key=lambda e: e.ts_ns)
+        j = bisect.bisect_right(history, hi_ns, key=lambda e: e.ts_ns)
+        return history[i:j]
+
+    def prune(self, before_ns: int) -> None:
+        """Forget events older than `before_ns` (the oldest time any open stall can look at)."""
+        for link_id in list(self._events):
+            history = self._events[link_id]
+            i = bisect.bisect_left(history, before_ns, key=lambda e: e.ts_ns)
+            if i == len(history):
+                del self._events[link_id]
+            elif i:
+                del history[:i]
+
+    def links(self) -> Iterable[str]:
+        return self._events.keys()
+
+    def events(self, link_id: str) -> list[LinkEvent]:
+        return list(self._events.get(link_id, ()))

@@ -1,0 +1,144 @@
+"""What railtrace's Kafka messages carry: the value formats of every topic, as pure functions.
+
+Raw topics take what the tools write (gnmic JSON for gNMI; JSON objects for SNMP and log
+lines); railtrace's own topics carry JSON lists of tagged records (see `codec`), except link
+samples, which are the bulk of the traffic and travel as compact rows. Every decoder raises
+WireError with a reason, which the workers turn into a dead letter.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from railtrace.streams import codec
+from railtrace.streams.records import LinkSample, Metric
+
+
+class WireError(ValueError):
+    """A message that does not have the shape its topic promises."""
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise WireError(f"not JSON: {exc}") from exc
+
+
+# -- raw log lines (keyed by job id) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    """Consecutive lines of one source file of one job; `first_line_no` is 1-based."""
+
+    job_id: str
+    source: str
+    first_line_no: int
+    lines: tuple[str, ...]
+    year: int | None = None
+
+
+def encode_log_batch(batch: LogBatch) -> bytes:
+    return orjson.dumps(
+        {
+            "job_id": batch.job_id,
+            "source": batch.source,
+            "line_no": batch.first_line_no,
+            "lines": list(batch.lines),
+            **({"year": batch.year} if batch.year is not None else {}),
+        }
+    )
+
+
+def decode_log_batch(data: bytes) -> LogBatch:
+    """A log message: {"job_id", "source", "line_no", "line"} or with "lines" (a list)."""
+    raw = _json(data)
+    if not isinstance(raw, dict):
+        raise WireError("a log message must be a JSON object")
+    job, source, line_no = raw.get("job_id"), raw.get("source"), raw.get("line_no")
+    if not isinstance(job, str) or not job or not isinstance(source, str) or not source:
+        raise WireError("a log message needs non-empty string job_id and source")
+    if not isinstance(line_no, int) or isinstance(line_no, bool) or line_no < 1:
+        raise WireError("a log message needs line_no, the 1-based number of its first line")
+    lines = raw.get("lines", [raw["line"]] if "line" in raw else None)
+    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        raise WireError("a log message needs `line` (a string) or `lines` (strings)")
+    year = raw.get("year")
+    if year is not None and (not isinstance(year, int) or not 1970 <= year <= 9999):
+        raise WireError("`year`, when given, must be a four-digit integer")
+    return LogBatch(job, source, line_no, tuple(lines), year)
+
+
+# -- link samples (keyed by link id) ------------------------------------------------------------
+
+
+def encode_samples(samples: Sequence[LinkSample]) -> bytes:
+    """Rows of [ts_ns, device, interface, metric, qualifier, rate, interval_s]."""
+    return orjson.dumps(
+        [
+            [s.ts_ns, s.device, s.interface, s.metric.value, s.qualifier, s.rate, s.interval_s]
+            for s in samples
+        ]
+    )
+
+
+def decode_samples(data: bytes) -> list[LinkSample]:
+    rows = _json(data)
+    if not isinstance(rows, list):
+        raise WireError("link samples must be a JSON list of rows")
+    try:
+        return [
+            LinkSample(int(r[0]), r[1], r[2], Metric(r[3]), r[4], float(r[5]), float(r[6]))
+            for r in rows
+        ]
+    except (TypeError, ValueError, IndexError) as exc:
+        raise WireError(f"bad link sample row: {exc}") from exc
+
+
+# -- everything else of ours: lists of tagged records -------------------------------------------
+
+
+def encode_records(records: Sequence[Any]) -> bytes:
+    return orjson.dumps([codec.encode(r) for r in records])
+
+
+def decode_records(data: bytes) -> list[Any]:
+    try:
+        return codec.loads_many(data)
+    except codec.CodecError as exc:
+        raise WireError(str(exc)) from exc
+
+
+# -- dead letters -------------------------------------------------------------------------------
+
+
+def encode_dead_letter(
+    topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, reason: str
+) -> bytes:
+    """The original bytes (base64) and the reason, so nothing bad is lost or silently fixed."""
+    return orjson.dumps(
+        {
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "key": None if key is None else base64.b64encode(key).decode(),
+            "value": None if value is None else base64.b64encode(value).decode(),
+            "reason": reason[:2000],
+        }
+    )
+
+
+def decode_dead_letter(data: bytes) -> dict[str, Any]:
+    raw = _json(data)
+    if not isinstance(raw, dict) or "reason" not in raw:
+        raise WireError("not a dead letter")
+    for field in ("key", "value"):
+        if raw.get(field) is not None:
+            raw[field] = base64.b64decode(raw[field])
+    return dict(raw)

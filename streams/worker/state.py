@@ -1,0 +1,52 @@
+"""Per-key state objects kept in memory and snapshotted into a Faust table after each batch.
+
+The table (with its changelog topic) is what a restarted or rebalanced worker recovers; the
+objects are rebuilt from it the first time a key is seen again. Tables use the same bytes key
+as the source topic and the default partitioner, so a key's state sits in the changelog
+partition with the same number as its input partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, Protocol, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+class _Table(Protocol):
+    def get(self, key: bytes, default: Any = None) -> Any: ...
+    def __setitem__(self, key: bytes, value: bytes) -> None: ...
+
+
+class SnapshotCache(Generic[T]):
+    """Objects by key, restored from their last snapshot when first touched."""
+
+    def __init__(
+        self,
+        table: _Table,
+        new: Callable[[bytes], T],
+        restore: Callable[[dict[str, Any]], T],
+        snapshot: Callable[[T], dict[str, Any]],
+    ) -> None:
+        self._table = table
+        self._new, self._restore, self._snapshot = new, restore, snapshot
+        self._live: dict[bytes, T] = {}
+
+    def get(self, key: bytes) -> T:
+        obj = self._live.get(key)
+        if obj is None:
+            saved = self._table.get(key)
+            obj = self._restore(orjson.loads(saved)) if saved else self._new(key)
+            self._live[key] = obj
+        return obj
+
+    def save(self, keys: Iterable[bytes]) -> None:
+        for key in keys:
+            self._table[key] = orjson.dumps(self._snapshot(self._live[key]))
+
+    def forget(self, keys: Iterable[bytes]) -> None:
+        for key in keys:
+            self._live.pop(key, None)

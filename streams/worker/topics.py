@@ -1,0 +1,89 @@
+"""Every Kafka topic railtrace reads or writes, declared once.
+
+Names carry a version (`railtrace.link-samples.v1`) so that a change of value format is a new
+topic, not a surprise for old consumers. deploy/kafka/README.md documents the same table for
+people; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    suffix: str
+    key: str
+    value: str
+    retention_ms: int
+    doc: str
+
+
+RAW_GNMI = TopicSpec(
+    "raw.gnmi.v1",
+    "switch name (railtrace collectors, replay); gnmic's `source_sub` or `source:::sub` key, "
+    "or none, from gnmic's Kafka output (keyless messages are re-published keyed by switch)",
+    "one gnmic message, `json` format (a notification object) or `event` format (an array of "
+    "events, or one event with split-events)",
+    3 * DAY_MS,
+    "raw gNMI notifications",
+)
+RAW_SNMP = TopicSpec(
+    "raw.snmp.v1",
+    "device name",
+    '{"device", "ts_ns", "kind": "poll"|"trap", "ifnames": {ifIndex: name}, '
+    '"varbinds": {numeric OID: value}}',
+    3 * DAY_MS,
+    "raw SNMP polls and traps",
+)
+RAW_LOGS = TopicSpec(
+    "raw.logs.v1",
+    "job id",
+    '{"job_id", "source", "line_no" (1-based, of the first line), "line" or "lines", '
+    '"year" (optional: the year of the file, for log prefixes without one)}',
+    7 * DAY_MS,
+    "raw NCCL / PyTorch / kernel log lines",
+)
+LINK_SAMPLES = TopicSpec(
+    "link-samples.v1",
+    "link id",
+    "JSON list of [ts_ns, device, interface, metric, qualifier, rate, interval_s]",
+    3 * DAY_MS,
+    "per-interval rates of interface counters",
+)
+LINK_EVENTS = TopicSpec(
+    "link-events.v1",
+    "link id",
+    "JSON list of LinkEvent records (railtrace.streams.codec)",
+    30 * DAY_MS,
+    "link anomalies and state changes; every worker reads all of it",
+)
+JOB_FACTS = TopicSpec(
+    "job-facts.v1",
+    "job id",
+    "JSON list of job fact records (RankInfo, ChannelEdge, NetError, CollectiveTimeout, ...)",
+    30 * DAY_MS,
+    "what the logs say about each job",
+)
+VERDICTS = TopicSpec(
+    "verdicts.v1",
+    "job id",
+    "JSON list holding one Verdict record",
+    365 * DAY_MS,
+    "each change of a job's verdict",
+)
+DEAD_LETTERS = TopicSpec(
+    "dead-letters.v1",
+    "name of the topic the bad message came from",
+    '{"topic", "partition", "offset", "key" and "value" (base64 of the original bytes), "reason"}',
+    30 * DAY_MS,
+    "input that could not be used, with the reason",
+)
+
+ALL = (RAW_GNMI, RAW_SNMP, RAW_LOGS, LINK_SAMPLES, LINK_EVENTS, JOB_FACTS, VERDICTS, DEAD_LETTERS)
+
+
+def name(prefix: str, spec: TopicSpec) -> str:
+    return f"{prefix}.{spec.suffix}"

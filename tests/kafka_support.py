@@ -1,0 +1,143 @@
+"""The real Kafka broker behind one gate, and railtrace's streaming processes around it.
+
+Tests that need the broker skip when none answers on this machine, and fail in CI (CI=true),
+where `make test` starts one (deploy/kafka/kafka.sh). Every test gets its own topic prefix and
+consumer-group ids, so tests never see each other's records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+BOOTSTRAP = os.environ.get("RAILTRACE_TEST_KAFKA", "127.0.0.1:9092")
+RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
+
+
+def broker_answers(bootstrap: str = BOOTSTRAP) -> bool:
+    host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=2) as s:
+            body = struct.pack(">hhih", 18, 0, 1, 5) + b"probe"
+            s.sendall(struct.pack(">i", len(body)) + body)
+            return len(s.recv(4)) == 4
+    except OSError:
+        return False
+
+
+def require_broker() -> str:
+    if broker_answers():
+        return BOOTSTRAP
+    if os.environ.get("CI"):
+        pytest.fail(f"no Kafka broker answers at {BOOTSTRAP}; `make test` starts one")
+    pytest.skip(f"no Kafka broker at {BOOTSTRAP} (start one: deploy/kafka/kafka.sh start)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Stack:
+    """One isolated streaming deployment: its settings as environment variables."""
+
+    env: dict[str, str]
+    api: str
+    data: Path
+    workdir: Path
+    procs: list[subprocess.Popen[bytes]]
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: PLW1510 - return codes are asserted
+            [RAILTRACE, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def start(self, *args: str, name: str) -> subprocess.Popen[bytes]:
+        log = (self.workdir / f"{name}.log").open("ab")
+        proc = subprocess.Popen(
+            [RAILTRACE, "--log-level", "INFO", *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.api + path, timeout=10) as resp:
+            return orjson.loads(resp.read())
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                self.get("/readyz")
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"the sink's API never answered:\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in sorted(self.workdir.glob("*.log"))
+        )
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace: float = 20) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def stack(tmp: Path, topology: Path, workers: int = 1) -> Iterator[Stack]:
+    """Start `workers` processing workers and one sink serving the API; stop them after."""
+    run_id = uuid.uuid4().hex[:10]
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    env.update(
+        RAILTRACE_KAFKA__BOOTSTRAP_SERVERS=BOOTSTRAP,
+        RAILTRACE_KAFKA__TOPIC_PREFIX=f"t{run_id}",
+        RAILTRACE_WORKER__APP_ID=f"a{run_id}",
+        RAILTRACE_WORKER__DATA_DIR=str(tmp / "worker-state"),
+        RAILTRACE_WORKER__TOPOLOGY_DIR=str(topology),
+        RAILTRACE_WORKER__REEVALUATE_EVERY_S="0.5",
+        RAILTRACE_STORE__DATA_DIR=str(tmp / "sink-data"),
+        COLUMNS="200",
+    )
+    s = Stack(env, f"http://127.0.0.1:{port}", tmp / "sink-data", tmp, [])
+    try:
+        for i in range(workers):
+            s.start("worker", name=f"worker{i}")
+        s.start("sink", "--serve", "--port", str(port), name="sink")
+        s.wait_ready()
+        yield s
+    finally:
+        for proc in s.procs:
+            stop(proc)

@@ -1,0 +1,115 @@
+"""The live path against a real broker: a capture published onto the raw topics, run through
+faust-streaming workers and the sink into the store, must give the embedded replay's verdicts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.error
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from railtrace.api.schemas import VerdictOut
+from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.simulate import Fault, write_capture
+from tests.kafka_support import BOOTSTRAP, Stack, require_broker, stack
+
+WATCHDOG_S = 120
+
+
+def _embedded(cap: Path) -> dict[str, Any]:
+    report = replay(open_capture(cap), DiscardSink())
+    return {v.job_id: VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts}
+
+
+def _streamed(s: Stack, job_ids: list[str]) -> dict[str, Any]:
+    got: dict[str, Any] = {}
+    for job_id in job_ids:
+        try:
+            got[job_id] = s.get(f"/v1/jobs/{job_id}/verdict")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+    return got
+
+
+def _wait_for(s: Stack, expected: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    got: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        got = _streamed(s, sorted(expected))
+        if got == expected:
+            return got
+        time.sleep(1)
+    return got
+
+
+@pytest.mark.parametrize("fault", list(Fault), ids=str)
+def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
+    require_broker()
+    cap = tmp_path / "cap"
+    write_capture(cap, 64, fault, 31, watchdog_s=WATCHDOG_S)
+    expected = _embedded(cap)
+    with stack(tmp_path, cap) as s:
+        published = s.run("replay", str(cap), "--kafka")
+        assert published.returncode == 0, published.stderr
+        got = _wait_for(s, expected)
+        assert got == expected, s.logs()
+
+
+def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
+    tmp_path: Path,
+) -> None:
+    require_broker()
+    cap = tmp_path / "cap"
+    write_capture(cap, 64, Fault.NIC_DOWN, 32, watchdog_s=WATCHDOG_S)
+    expected = _embedded(cap)
+    with stack(tmp_path, cap) as s:
+        prefix = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"]
+        garbage = {
+            "raw.gnmi.v1": [b"{not json", b'{"source": "leaf-su01-r0:9339", "updates": 7}'],
+            "raw.snmp.v1": [b"\x00\xff\xfe", b'{"device": "leaf-su01-r0", "ts_ns": -1}'],
+            "raw.logs.v1": [b"[1,2,3]", b'{"job_id": "x", "source": "y", "line_no": 0}'],
+        }
+        # kcat, an independent client, writes the garbage: the wire format is Kafka's own.
+        for suffix, values in garbage.items():
+            for value in values:
+                done = subprocess.run(  # noqa: PLW1510 - return codes are asserted
+                    ["kcat", "-b", BOOTSTRAP, "-P", "-t", f"{prefix}.{suffix}", "-k", "junk"],
+                    input=value,
+                    capture_output=True,
+                    timeout=30,
+                )
+                assert done.returncode == 0, done.stderr
+        published = s.run("replay", str(cap), "--kafka")
+        assert published.returncode == 0, published.stderr
+        assert _wait_for(s, expected) == expected, s.logs()
+        letters = _consume(f"{prefix}.dead-letters.v1", want=6)
+        by_topic: dict[str, list[str]] = {}
+        for letter in letters:
+            by_topic.setdefault(letter["topic"], []).append(letter["reason"])
+        assert sorted(by_topic) == sorted(f"{prefix}.{t}" for t in garbage), letters
+        assert all(len(reasons) == 2 and all(reasons) for reasons in by_topic.values())
+        verdicts = _consume(f"{prefix}.verdicts.v1", want=1)
+        assert verdicts and all(v[0]["t"] == "Verdict" for v in verdicts)
+
+
+def _consume(topic: str, want: int, timeout: float = 60) -> list[Any]:
+    """Read a whole topic with kcat and parse every value as JSON."""
+    deadline = time.monotonic() + timeout
+    values: list[Any] = []
+    while time.monotonic() < deadline:
+        done = subprocess.run(  # noqa: PLW1510 - return codes are asserted
+            ["kcat", "-b", BOOTSTRAP, "-C", "-t", topic, "-e", "-q", "-f", "%s\n"],
+            capture_output=True,
+            timeout=60,
+        )
+        values = [orjson.loads(line) for line in done.stdout.splitlines() if line.strip()]
+        if len(values) >= want:
+            return values
+        time.sleep(1)
+    return values
