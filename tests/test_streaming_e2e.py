@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 import pytest
+from kafka_support import BOOTSTRAP, Stack, require_broker, stack
 
 from railtrace.api.schemas import VerdictOut
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
-from tests.kafka_support import BOOTSTRAP, Stack, require_broker, stack
 
 WATCHDOG_S = 120
 
