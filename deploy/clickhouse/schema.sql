@@ -26,11 +26,11 @@ CREATE TABLE IF NOT EXISTS railtrace.link_samples
     interval_s Float64,
     inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
 )
-ENGINE = MergeTree
-PARTITION BY toYYYYMMDD(inserted_at)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMMDD(ts)
 ORDER BY (device, interface, metric, qualifier, ts)
 TTL inserted_at + INTERVAL 30 DAY
-SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
+SETTINGS non_replicated_deduplication_window = 1000
 COMMENT 'per-second counter rates and gauge readings per interface; kept 30 days';
 
 -- link_events: link anomalies and state changes; one row per (device, interface, kind, ts)
@@ -65,11 +65,11 @@ CREATE TABLE IF NOT EXISTS railtrace.job_facts
     origin_line UInt64,
     inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
 )
-ENGINE = MergeTree
-PARTITION BY toYYYYMM(inserted_at)
-ORDER BY (job_id, ts, kind)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(ts)
+ORDER BY (job_id, origin_source, origin_line, kind)
 TTL inserted_at + INTERVAL 12 MONTH
-SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
+SETTINGS non_replicated_deduplication_window = 1000
 COMMENT 'facts parsed from NCCL, PyTorch and kernel logs, with the line they came from';
 
 -- verdicts: the current verdict of each job; read with FINAL for one row per job

@@ -123,9 +123,10 @@ def _settings(*, drop_parts: bool) -> tuple[tuple[str, str], ...]:
     return (*base, ("ttl_only_drop_parts", "1")) if drop_parts else base
 
 
-# Append-only tables are partitioned by arrival day or month so that expiry drops whole parts.
-# Tables whose rows have identity (ReplacingMergeTree) are not partitioned: background merges
-# never cross partitions, and an unpartitioned table lets them collapse every duplicate.
+# Every row has an identity, so every table is a ReplacingMergeTree: a row delivered twice by the
+# at-least-once streaming path collapses into one. Merges never cross partitions, so the big
+# tables are partitioned by *event* time (a duplicate has the same event time, so the same
+# partition), and expire row by row from inserted_at; small ones are not partitioned.
 TABLES: tuple[Table, ...] = (
     Table(
         name="link_samples",
@@ -141,11 +142,11 @@ TABLES: tuple[Table, ...] = (
             Column("interval_s", "Float64", pa.float64()),
             _inserted_at(),
         ),
-        engine="MergeTree",
-        partition_by="toYYYYMMDD(inserted_at)",
+        engine="ReplacingMergeTree",
+        partition_by="toYYYYMMDD(ts)",
         order_by=("device", "interface", "metric", "qualifier", "ts"),
         ttl="inserted_at + INTERVAL 30 DAY",
-        settings=_settings(drop_parts=True),
+        settings=_settings(drop_parts=False),
     ),
     Table(
         name="link_events",
@@ -180,11 +181,11 @@ TABLES: tuple[Table, ...] = (
             Column("origin_line", "UInt64", pa.uint64()),
             _inserted_at(),
         ),
-        engine="MergeTree",
-        partition_by="toYYYYMM(inserted_at)",
-        order_by=("job_id", "ts", "kind"),
+        engine="ReplacingMergeTree",
+        partition_by="toYYYYMM(ts)",
+        order_by=("job_id", "origin_source", "origin_line", "kind"),
         ttl="inserted_at + INTERVAL 12 MONTH",
-        settings=_settings(drop_parts=True),
+        settings=_settings(drop_parts=False),
     ),
     Table(
         name="verdicts",
