@@ -7,6 +7,7 @@ consumer-group ids, so tests never see each other's records.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -141,3 +142,51 @@ def stack(tmp: Path, topology: Path, workers: int = 1) -> Iterator[Stack]:
     finally:
         for proc in s.procs:
             stop(proc)
+
+
+def group_lag(group: str, topic_names: list[str]) -> int:
+    """Messages of `topic_names` not yet committed by consumer group `group`."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def lag() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+        consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP)
+        await admin.start()
+        await consumer.start()
+        try:
+            tps = [
+                TopicPartition(t, p)
+                for t in topic_names
+                for p in sorted(consumer.partitions_for_topic(t) or await _partitions(consumer, t))
+            ]
+            ends = await consumer.end_offsets(tps)
+            committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+            return sum(
+                ends[tp]
+                - (committed[tp].offset if tp in committed and committed[tp].offset >= 0 else 0)
+                for tp in tps
+            )
+        finally:
+            await consumer.stop()
+            await admin.close()
+
+    return asyncio.run(lag())
+
+
+async def _partitions(consumer: Any, topic: str) -> set[int]:
+    await consumer._client.force_metadata_update()
+    return consumer.partitions_for_topic(topic) or set()
+
+
+def wait_drained(s: Stack, timeout: float = 180) -> None:
+    """Until the workers have consumed the raw topics and the sink everything they wrote."""
+    prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]
+    raw = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1", f"{prefix}.raw.logs.v1"]
+    out = [f"{prefix}.{t}.v1" for t in ("link-samples", "link-events", "job-facts", "verdicts")]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if group_lag(app, raw) == 0 and group_lag(f"{app}-sink", out) == 0:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the pipeline did not drain in {timeout} s:\n{s.logs()}")

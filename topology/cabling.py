@@ -122,3 +122,29 @@ def parse_hosts_csv(text: str) -> tuple[dict[str, Endpoint], list[str]]:
             continue
         out[ip] = Endpoint(row["device"], row["interface"])
     return out, errors
+
+
+def format_cables_csv(plan: CablePlan) -> str:
+    """The plan as a NetBox cable bulk-import CSV (the inverse of `parse_cables_csv`).
+
+    >>> plan = CablePlan([Cable(Endpoint("n1", "mlx5_0"), Endpoint("leaf1", "swp1"))])
+    >>> parse_cables_csv(format_cables_csv(plan)).cables == plan.cables
+    True
+    """
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*CABLE_COLUMNS, "type", "status"])
+    for cable in plan.cables:
+        writer.writerow(
+            [
+                cable.a.device,
+                INTERFACE_TYPE,
+                cable.a.interface,
+                cable.b.device,
+                INTERFACE_TYPE,
+                cable.b.interface,
+                "mmf-om4",
+                "connected",
+            ]
+        )
+    return buf.getvalue()

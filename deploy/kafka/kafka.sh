@@ -5,6 +5,7 @@
 #   deploy/kafka/kafka.sh fetch     download the broker jars (idempotent)
 #   deploy/kafka/kafka.sh start     format fresh storage, start, wait until it answers
 #   deploy/kafka/kafka.sh stop      stop the broker by its PID (SIGTERM, then SIGKILL)
+#   deploy/kafka/kafka.sh restart   stop, then start again on the same storage (data kept)
 #   deploy/kafka/kafka.sh status    exit 0 when it answers
 #
 # Settings (environment): RAILTRACE_KAFKA_HOME (default .kafka-run/ under the repo),
@@ -51,6 +52,20 @@ start() {
   fi
   rm -rf "$home/data" "$home/server.properties"
   mkdir -p "$home/data"
+  configure
+  local cp="$libs/*"
+  "$java" -cp "$cp" kafka.tools.StorageTool format -t "$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid)" \
+    -c "$home/server.properties" >"$home/format.log" 2>&1 || { cat "$home/format.log"; exit 1; }
+  launch
+}
+
+restart() {
+  [ -f "$home/server.properties" ] || { echo "no broker was started here"; exit 1; }
+  stop
+  launch
+}
+
+configure() {
   cat > "$home/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
@@ -79,9 +94,10 @@ Configuration:
     Root: {level: WARN, AppenderRef: [{ref: STDOUT}]}
     Logger: [{name: kafka.server.KafkaRaftServer, level: INFO}]
 LOG
+}
+
+launch() {
   local cp="$libs/*"
-  "$java" -cp "$cp" kafka.tools.StorageTool format -t "$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid)" \
-    -c "$home/server.properties" >"$home/format.log" 2>&1 || { cat "$home/format.log"; exit 1; }
   nohup "$java" -Xms256m -Xmx1g -XX:+UseG1GC -Dlog4j2.configurationFile="$home/log4j2.yaml" \
     -cp "$cp" kafka.Kafka "$home/server.properties" >"$home/broker.log" 2>&1 &
   echo $! > "$pidfile"
@@ -111,6 +127,7 @@ case "${1:-}" in
   fetch) fetch ;;
   start) start ;;
   stop) stop ;;
+  restart) restart ;;
   status) answers ;;
-  *) echo "usage: $0 fetch|start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|start|stop|restart|status" >&2; exit 2 ;;
 esac

@@ -7,8 +7,6 @@ truth goes to `truth.json`, which replay never reads.
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -22,30 +20,8 @@ from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
 from railtrace.simulate.series import PortSample, PortState, port_series
 from railtrace.streams.records import Endpoint, LinkRef
-from railtrace.topology.cabling import CABLE_COLUMNS, INTERFACE_TYPE
+from railtrace.topology.cabling import format_cables_csv
 from railtrace.topology.reference import SU_NODES
-
-
-def _cables_csv(sc: Scenario) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*CABLE_COLUMNS, "type", "status", "length", "length_unit"])
-    for cable in sc.design.plan.cables:
-        writer.writerow(
-            [
-                cable.a.device,
-                INTERFACE_TYPE,
-                cable.a.interface,
-                cable.b.device,
-                INTERFACE_TYPE,
-                cable.b.interface,
-                "mmf-om4",
-                "connected",
-                "3",
-                "m",
-            ]
-        )
-    return buf.getvalue()
 
 
 def _hosts_csv(sc: Scenario) -> str:
@@ -125,7 +101,7 @@ def write_capture(
     sc = plan_scenario(nodes, fault, seed, watchdog_s=watchdog_s, sample_s=sample_s)
     rng = random.Random(f"logs-{seed}-{fault}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "cables.csv").write_text(_cables_csv(sc))
+    (out_dir / "cables.csv").write_text(format_cables_csv(sc.design.plan))
     (out_dir / "hosts.csv").write_text(_hosts_csv(sc))
     gnmi_dir = out_dir / "gnmi"
     gnmi_dir.mkdir(exist_ok=True)

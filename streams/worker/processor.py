@@ -95,9 +95,10 @@ def _table(app: faust.App, settings: Settings, name: str) -> Any:
         name,
         default=None,
         partitions=settings.kafka.partitions,
-        schema=faust.Schema(
-            key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-        ),
+        # bytes key and value types make Faust use its "raw" codec for the table and its
+        # changelog (and so for recovery too).
+        key_type=bytes,
+        value_type=bytes,
         use_partitioner=True,
     )
 
@@ -173,9 +174,18 @@ class Processor:
 
     async def _send_grouped(
         self, topic: faust.TopicT, groups: dict[str, list[Any]], encode: Any
-    ) -> None:
-        for key, items in groups.items():
-            await topic.send(key=key.encode(), value=encode(items))
+    ) -> list[Any]:
+        """Send one message per key; returns the delivery futures."""
+        return [
+            await topic.send(key=key.encode(), value=encode(items)) for key, items in groups.items()
+        ]
+
+    @staticmethod
+    async def _delivered(futures: list[Any]) -> None:
+        """Wait until the broker has every output of a batch before its state is saved: state
+        saved ahead of lost outputs would make the redelivered inputs look already done."""
+        for future in futures:
+            await future
 
     # -- agents -----------------------------------------------------------------------------
 
@@ -219,8 +229,10 @@ class Processor:
                             self.link_id(e.device, e.interface) or f"{e.device}:{e.interface}"
                         ].append(e)
                     self.counters[f"{kind}_values"] += len(values)
-                await self._send_grouped(self.samples_topic, samples, wire.encode_samples)
-                await self._send_grouped(self.events_topic, link_events, wire.encode_records)
+                await self._delivered(
+                    await self._send_grouped(self.samples_topic, samples, wire.encode_samples)
+                    + await self._send_grouped(self.events_topic, link_events, wire.encode_records)
+                )
                 cache.save(touched)
 
         agent.__name__ = f"normalize_{kind}"
@@ -250,8 +262,10 @@ class Processor:
                     touched.add(key)
                 # Healthy jobs' verdicts (ranks, hosts) are refreshed once per batch, not per fact.
                 verdicts.extend(self.correlator.reevaluate(k.decode() for k in touched))
-                await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
-                await self._send_verdicts(verdicts)
+                await self._delivered(
+                    await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
+                    + await self._send_verdicts(verdicts)
+                )
                 self.parsers.save(touched)
                 for key in touched:
                     view = self.correlator.job_view(key.decode())
@@ -268,18 +282,18 @@ class Processor:
             if saved:
                 self.correlator.adopt(JobView.restore(orjson.loads(saved)))
 
-    async def _send_verdicts(self, verdicts: list[Verdict]) -> None:
+    async def _send_verdicts(self, verdicts: list[Verdict]) -> list[Any]:
         latest = {v.job_id: v for v in verdicts}
-        for job_id, verdict in sorted(latest.items()):
-            await self.verdicts_topic.send(
-                key=job_id.encode(), value=wire.encode_records([verdict])
-            )
         self.counters["verdicts"] += len(latest)
+        return [
+            await self.verdicts_topic.send(key=job_id.encode(), value=wire.encode_records([v]))
+            for job_id, v in sorted(latest.items())
+        ]
 
     async def _reevaluate(self) -> None:
         for key in list(self.views_table.keys()):
             self._adopt(key)
-        await self._send_verdicts(self.correlator.reevaluate())
+        await self._delivered(await self._send_verdicts(self.correlator.reevaluate()))
 
     async def _follow_link_events(self) -> None:
         """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
