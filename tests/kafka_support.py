@@ -190,3 +190,29 @@ def wait_drained(s: Stack, timeout: float = 180) -> None:
             return
         time.sleep(1)
     raise AssertionError(f"the pipeline did not drain in {timeout} s:\n{s.logs()}")
+
+
+def wait_members(group: str, count: int, timeout: float = 90) -> None:
+    """Until consumer group `group` has `count` members with partitions assigned."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def members() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+        await admin.start()
+        try:
+            described = await admin.describe_consumer_groups([group])
+            for g in described:
+                # (error_code, group_id, state, protocol_type, protocol, members, ...)
+                for entry in getattr(g, "groups", []):
+                    if entry[2] == "Stable":
+                        return len(entry[5])
+            return 0
+        finally:
+            await admin.close()
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if asyncio.run(members()) >= count:
+            return
+        time.sleep(1)
+    raise AssertionError(f"consumer group {group} never had {count} stable members")

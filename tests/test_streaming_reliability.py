@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka_support import Stack, require_broker, stack, stop, wait_drained
+from kafka_support import Stack, require_broker, stack, stop, wait_drained, wait_members
 from test_streaming_e2e import WATCHDOG_S, _embedded, _wait_for
 
 from railtrace.replay import DiscardSink, open_capture, replay
@@ -47,6 +47,9 @@ def test_two_workers_share_the_partitions_and_give_the_same_verdicts(tmp_path: P
     cap = _capture(tmp_path, Fault.FLAP, 41)
     expected = _embedded(cap)
     with stack(tmp_path, cap, workers=2) as s:
+        # Both members first: moving partitions that already hold state is the open
+        # kill/rebalance problem (see the skipped test below), not what this test is about.
+        wait_members(s.env["RAILTRACE_WORKER__APP_ID"], 2)
         _publish(s, cap)
         assert _wait_for(s, expected) == expected, s.logs()
         logs = s.logs()
