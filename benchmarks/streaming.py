@@ -25,6 +25,7 @@ from pathlib import Path
 import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 from railtrace.settings import KafkaSettings
 from railtrace.streams.worker import kafka, topics
@@ -97,7 +98,10 @@ async def lag(settings: KafkaSettings, group: str) -> int:
     try:
         topic = topics.name(settings.topic_prefix, topics.RAW_GNMI)
         tps = [TopicPartition(topic, p) for p in range(settings.partitions)]
-        committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+        try:
+            committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+        except GroupCoordinatorNotAvailableError:
+            committed = {}  # the group has not formed yet: nothing consumed
         from aiokafka import AIOKafkaConsumer
 
         consumer = AIOKafkaConsumer(**kafka.client_kwargs(settings))
