@@ -15,7 +15,6 @@ from typing import Any
 from railtrace.streams.attribution import Correlator, TimeWindow
 from railtrace.streams.records import (
     COUNTER_METRICS,
-    Endpoint,
     JobFact,
     LinkEvent,
     LinkSample,
@@ -24,7 +23,7 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.streams.telemetry import CounterRates, LinkHealth, Thresholds
-from railtrace.topology.fabric import Fabric
+from railtrace.topology.fabric import Fabric, PortLinks
 
 GAUGES = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C})
 SNAPSHOT_VERSION = 1
@@ -94,7 +93,7 @@ class Pipeline:
         self.fabric = fabric
         self.normalizer = Normalizer(thresholds)
         self.correlator = Correlator(fabric, window)
-        self._link_ids: dict[tuple[str, str], str] = {}
+        self.link_id = PortLinks(fabric)
 
     def on_telemetry(self, value: TelemetryValue) -> Output:
         out = Output()
@@ -105,11 +104,3 @@ class Pipeline:
 
     def on_fact(self, fact: JobFact) -> Output:
         return Output(verdicts=self.correlator.observe(fact))
-
-    def link_id(self, device: str, interface: str) -> str:
-        """The cable id of a switch port, or "" when the plan has no such cable."""
-        key = (device, interface)
-        lid = self._link_ids.get(key)
-        if lid is None:
-            lid = self._link_ids[key] = self.fabric.link_at.get(Endpoint(device, interface), "")
-        return lid

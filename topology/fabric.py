@@ -163,3 +163,26 @@ def _assign_leaf_rails(fabric: Fabric) -> None:
     for leaf, counter in votes.items():
         rail, _ = min(counter.items(), key=lambda kv: (-kv[1], kv[0]))
         fabric.graph.nodes[leaf][RAIL] = rail
+
+
+class PortLinks:
+    """Switch port -> cable id, memoised: the lookup made for every sample on the hot path.
+
+    >>> from railtrace.topology.cabling import Cable
+    >>> fabric = build_fabric(CablePlan([Cable(Endpoint("n1", "mlx5_0"), Endpoint("sw", "p1"))]))
+    >>> links = PortLinks(fabric)
+    >>> links("sw", "p1"), links("sw", "p9")
+    ('n1:mlx5_0--sw:p1', '')
+    """
+
+    def __init__(self, fabric: Fabric) -> None:
+        self._link_at = fabric.link_at
+        self._cache: dict[tuple[str, str], str] = {}
+
+    def __call__(self, device: str, interface: str) -> str:
+        """The cable id, or "" when the plan has no such cable."""
+        key = (device, interface)
+        lid = self._cache.get(key)
+        if lid is None:
+            lid = self._cache[key] = self._link_at.get(Endpoint(device, interface), "")
+        return lid

@@ -27,12 +27,12 @@ from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.pipeline import Normalizer, Output
-from railtrace.streams.records import Endpoint, LinkEvent, LinkSample, Verdict
+from railtrace.streams.records import LinkEvent, LinkSample, Verdict
 from railtrace.streams.telemetry import DecodeError, decode_message
 from railtrace.streams.telemetry.snmp import decode_snmp
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
-from railtrace.topology.fabric import Fabric
+from railtrace.topology.fabric import Fabric, PortLinks
 
 log = logging.getLogger(__name__)
 PRUNE_HORIZON_NS = 3600 * 1_000_000_000
@@ -141,7 +141,7 @@ class Processor:
         )
         self.views_table = _table(app, settings, "job-views")
         self.counters: dict[str, int] = defaultdict(int)
-        self._link_ids: dict[tuple[str, str], str] = {}
+        self.link_id = PortLinks(fabric)
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
         app.agent(self.raw_gnmi, name="normalize-gnmi")(
             self._telemetry_agent("gnmi", batch, within)
@@ -154,13 +154,6 @@ class Processor:
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def link_id(self, device: str, interface: str) -> str:
-        key = (device, interface)
-        lid = self._link_ids.get(key)
-        if lid is None:
-            lid = self._link_ids[key] = self.fabric.link_at.get(Endpoint(device, interface), "")
-        return lid
 
     async def _dead(self, event: Any, reason: str) -> None:
         msg = event.message
