@@ -156,8 +156,14 @@ class Correlator:
             job.weights = weights
         return job.weights
 
-    def _answer(self, job: _Job, upto_ns: int | None) -> Verdict:
-        """The verdict from the evidence with event time <= upto_ns (all when None)."""
+    def _answer(
+        self, job: _Job, upto_ns: int | None, corroborated: dict[str, int] | None = None
+    ) -> Verdict:
+        """The verdict from the evidence with event time <= upto_ns (all when None).
+
+        `corroborated` is `_corroborated(job.view)` when the caller already has it: the
+        decided_at search asks for several cut-off times over the same evidence.
+        """
         view = job.view
         stalled_at = stall_time(view, upto_ns)
         if stalled_at is None:
@@ -168,20 +174,21 @@ class Correlator:
         if upto_ns is not None:
             hi = min(hi, upto_ns)
         events = {lid: hits for lid in weights if (hits := self.history.between(lid, lo, hi))}
-        corroborated = {
-            lid: t for lid, t in self._corroborated(view).items() if upto_ns is None or t <= upto_ns
-        }
-        obs = Observations(weights, events, corroborated)
+        if corroborated is None:
+            corroborated = self._corroborated(view)
+        seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
+        obs = Observations(weights, events, seen)
         return build_verdict(view, obs, self.fabric, self.window, stalled_at, upto_ns)
 
     def _evaluate(self, job: _Job) -> Verdict:
         self.stats.evaluations += 1
-        final = self._answer(job, None)
+        corroborated = self._corroborated(job.view)
+        final = self._answer(job, None, corroborated)
         if final.state != JobState.STALLED:
             return final
-        return replace(final, decided_at_ns=self._decided_at(job, final))
+        return replace(final, decided_at_ns=self._decided_at(job, final, corroborated))
 
-    def _decided_at(self, job: _Job, final: Verdict) -> int:
+    def _decided_at(self, job: _Job, final: Verdict, corroborated: dict[str, int]) -> int:
         """The earliest evidence time from which the answer has been `final`'s.
 
         Checked at the times evidence arrived: each hang fact, each anomaly on the two leading
@@ -193,7 +200,7 @@ class Correlator:
         times.discard(0)
         decided = max(times)
         for t in sorted(times, reverse=True):
-            answer = self._answer(job, t)
+            answer = self._answer(job, t, corroborated)
             if (answer.state, answer.cause_kind, answer.cause_link, answer.cause_node) != (
                 final.state,
                 final.cause_kind,
