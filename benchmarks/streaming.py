@@ -121,6 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, default=288)
     ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument(
+        "--profile", metavar="OUT", help="record the worker with py-spy into OUT (speedscope JSON)"
+    )
     args = ap.parse_args()
     run = uuid.uuid4().hex[:8]
     env = {
@@ -141,8 +144,17 @@ def main() -> None:
         topo.mkdir()
         (topo / "cables.csv").write_text(format_cables_csv(rail_optimized(args.nodes).plan))
         env["RAILTRACE_WORKER__DATA_DIR"] = str(Path(tmp) / "state")
+        command = [
+            str(Path(sys.executable).with_name("railtrace")),
+            "worker",
+            "--topology",
+            str(topo),
+        ]
+        if args.profile:
+            spy = str(Path(sys.executable).with_name("py-spy"))
+            command = [spy, "record", "-f", "speedscope", "-o", args.profile, "--", *command]
         worker = subprocess.Popen(
-            [str(Path(sys.executable).with_name("railtrace")), "worker", "--topology", str(topo)],
+            command,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -153,7 +165,7 @@ def main() -> None:
             samples = []
             while True:
                 time.sleep(1)
-                left = asyncio.run(lag(settings, f"bench{run}"))
+                left = asyncio.run(lag(settings, f"bench{run}-telemetry"))
                 now = time.monotonic()
                 if left < args.messages and started is None:
                     started, first = now, left
@@ -168,7 +180,8 @@ def main() -> None:
                 f"{drained / took:,.0f} messages/s = {drained / took / len(ports):.2f}x target"
             )
         finally:
-            os.killpg(worker.pid, signal.SIGTERM)
+            # py-spy writes its profile on SIGINT; the worker stops cleanly on either.
+            os.killpg(worker.pid, signal.SIGINT if args.profile else signal.SIGTERM)
             worker.wait(30)
 
 

@@ -75,7 +75,15 @@ class WorkerSettings(BaseModel):
     batch_max: int = Field(default=2000, ge=1)
     batch_within_s: float = Field(default=0.2, gt=0)
     reevaluate_every_s: float = Field(default=1.0, gt=0)
+    # How often the telemetry stage saves its per-device state and commits its offsets: the
+    # most telemetry a restarted worker reads again.
+    checkpoint_every_s: float = Field(default=5.0, gt=0)
     session_timeout_s: float = Field(default=10.0, gt=0, le=10.0)
+    # A stable, unique name for this worker process (a pod or host name): Kafka static
+    # membership, so a worker restarted within the session timeout takes its partitions
+    # straight back instead of waiting for the old session to expire and a rebalance.
+    # Two live processes must never share one.
+    instance_id: str | None = Field(default=None, min_length=1, max_length=200)
     data_dir: Path = Path("railtrace-worker")
 
 

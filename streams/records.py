@@ -59,7 +59,11 @@ COUNTER_METRICS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+# TelemetryValue and LinkSample are made several times per telemetry message, so they are not
+# frozen: a frozen dataclass sets each field through object.__setattr__, and constructing one
+# took 560 ns against 124 ns (Python 3.11), a tenth of the streaming worker's time. They stay
+# hashable by value; treat them as immutable all the same.
+@dataclass(slots=True, unsafe_hash=True)
 class TelemetryValue:
     """One decoded leaf from a switch: a counter reading, a gauge, or a state.
 
@@ -76,7 +80,7 @@ class TelemetryValue:
     qualifier: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class LinkSample:
     """A per-second rate of one counter over one sampling interval (or a gauge reading)."""
 

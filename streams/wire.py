@@ -78,23 +78,33 @@ def decode_log_batch(data: bytes) -> LogBatch:
 # -- link samples (keyed by link id) ------------------------------------------------------------
 
 
-def encode_samples(samples: Sequence[LinkSample]) -> bytes:
-    """Rows of [ts_ns, device, interface, metric, qualifier, rate, interval_s]."""
+def encode_samples(rows: Sequence[tuple[LinkSample, str]]) -> bytes:
+    """(sample, link id) pairs as rows of
+    [ts_ns, link_id, device, interface, metric, qualifier, rate, interval_s]."""
     return orjson.dumps(
         [
-            [s.ts_ns, s.device, s.interface, s.metric.value, s.qualifier, s.rate, s.interval_s]
-            for s in samples
+            [
+                s.ts_ns,
+                link,
+                s.device,
+                s.interface,
+                s.metric.value,
+                s.qualifier,
+                s.rate,
+                s.interval_s,
+            ]
+            for s, link in rows
         ]
     )
 
 
-def decode_samples(data: bytes) -> list[LinkSample]:
+def decode_samples(data: bytes) -> list[tuple[LinkSample, str]]:
     rows = _json(data)
     if not isinstance(rows, list):
         raise WireError("link samples must be a JSON list of rows")
     try:
         return [
-            LinkSample(int(r[0]), r[1], r[2], Metric(r[3]), r[4], float(r[5]), float(r[6]))
+            (LinkSample(int(r[0]), r[2], r[3], Metric(r[4]), r[5], float(r[6]), float(r[7])), r[1])
             for r in rows
         ]
     except (TypeError, ValueError, IndexError) as exc:

@@ -117,8 +117,9 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace: float 
 
 
 @contextlib.contextmanager
-def stack(tmp: Path, topology: Path, workers: int = 1) -> Iterator[Stack]:
-    """Start `workers` processing workers and one sink serving the API; stop them after."""
+def stack(tmp: Path, topology: Path, workers: int = 1, **settings: str) -> Iterator[Stack]:
+    """Start `workers` processing workers and one sink serving the API; stop them after.
+    `settings` are extra RAILTRACE_ environment variables."""
     run_id = uuid.uuid4().hex[:10]
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
@@ -131,6 +132,7 @@ def stack(tmp: Path, topology: Path, workers: int = 1) -> Iterator[Stack]:
         RAILTRACE_WORKER__REEVALUATE_EVERY_S="0.5",
         RAILTRACE_STORE__DATA_DIR=str(tmp / "sink-data"),
         COLUMNS="200",
+        **settings,
     )
     s = Stack(env, f"http://127.0.0.1:{port}", tmp / "sink-data", tmp, [])
     try:
@@ -144,12 +146,12 @@ def stack(tmp: Path, topology: Path, workers: int = 1) -> Iterator[Stack]:
             stop(proc)
 
 
-def group_lag(group: str, topic_names: list[str]) -> int:
-    """Messages of `topic_names` not yet committed by consumer group `group`."""
+def group_offsets(group: str, topic_names: list[str]) -> tuple[int, int]:
+    """(messages committed by consumer group `group`, messages in) over `topic_names`."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    async def lag() -> int:
+    async def offsets() -> tuple[int, int]:
         admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
         consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP)
         await admin.start()
@@ -162,16 +164,22 @@ def group_lag(group: str, topic_names: list[str]) -> int:
             ]
             ends = await consumer.end_offsets(tps)
             committed = await admin.list_consumer_group_offsets(group, partitions=tps)
-            return sum(
-                ends[tp]
-                - (committed[tp].offset if tp in committed and committed[tp].offset >= 0 else 0)
+            done = sum(
+                committed[tp].offset if tp in committed and committed[tp].offset >= 0 else 0
                 for tp in tps
             )
+            return done, sum(ends.values())
         finally:
             await consumer.stop()
             await admin.close()
 
-    return asyncio.run(lag())
+    return asyncio.run(offsets())
+
+
+def group_lag(group: str, topic_names: list[str]) -> int:
+    """Messages of `topic_names` not yet committed by consumer group `group`."""
+    done, total = group_offsets(group, topic_names)
+    return total - done
 
 
 async def _partitions(consumer: Any, topic: str) -> set[int]:
@@ -182,14 +190,39 @@ async def _partitions(consumer: Any, topic: str) -> set[int]:
 def wait_drained(s: Stack, timeout: float = 180) -> None:
     """Until the workers have consumed the raw topics and the sink everything they wrote."""
     prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]
-    raw = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1", f"{prefix}.raw.logs.v1"]
-    out = [f"{prefix}.{t}.v1" for t in ("link-samples", "link-events", "job-facts", "verdicts")]
+    telemetry = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1"]
+    out = [
+        f"{prefix}.{t}"
+        for t in ("link-samples.v2", "link-events.v1", "job-facts.v1", "verdicts.v1")
+    ]
     deadline = time.monotonic() + timeout
+    lags: dict[str, int] = {}
     while time.monotonic() < deadline:
-        if group_lag(app, raw) == 0 and group_lag(f"{app}-sink", out) == 0:
+        lags = {
+            "telemetry": group_lag(f"{app}-telemetry", telemetry),
+            "logs": group_lag(app, [f"{prefix}.raw.logs.v1"]),
+            "sink": group_lag(f"{app}-sink", out),
+        }
+        if not any(lags.values()):
             return
         time.sleep(1)
-    raise AssertionError(f"the pipeline did not drain in {timeout} s:\n{s.logs()}")
+    raise AssertionError(f"the pipeline did not drain in {timeout} s: lags {lags}\n{s.logs()}")
+
+
+def differences(got: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+    """Per job, the fields whose streamed value differs from the expected one: (got, want)."""
+    out: dict[str, Any] = {}
+    for job in sorted(set(got) | set(expected)):
+        g, e = got.get(job), expected.get(job)
+        if g == e:
+            continue
+        if not isinstance(g, dict) or not isinstance(e, dict):
+            out[job] = (g, e)
+            continue
+        out[job] = {
+            k: (g.get(k), e.get(k)) for k in sorted(set(g) | set(e)) if g.get(k) != e.get(k)
+        }
+    return out
 
 
 def wait_members(group: str, count: int, timeout: float = 90) -> None:

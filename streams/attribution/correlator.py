@@ -253,10 +253,13 @@ class Correlator:
         job = self._jobs.get(job_id)
         return None if job is None else job.view
 
-    def adopt(self, view: JobView) -> None:
-        """Take over a job's view restored from a snapshot (a worker resuming a partition)."""
-        self._jobs[view.job_id] = _Job(view)
-        self._jobs[view.job_id].verdict = self._evaluate(self._jobs[view.job_id])
+    def adopt(self, view: JobView) -> Verdict:
+        """Take over a job's view restored from a snapshot (a worker resuming a partition) and
+        return its verdict. The caller publishes it: whoever held the job before may have
+        published an older one, judged before anomalies this worker already holds."""
+        job = self._jobs[view.job_id] = _Job(view)
+        job.verdict = self._evaluate(job)
+        return job.verdict
 
     def drop(self, job_id: str) -> None:
         """Forget a job (its partition moved to another worker)."""

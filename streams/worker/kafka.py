@@ -68,7 +68,11 @@ async def ensure_topics(settings: KafkaSettings) -> list[str]:
                 topics.name(settings.topic_prefix, spec),
                 num_partitions=settings.partitions,
                 replication_factor=settings.replication_factor,
-                topic_configs={"retention.ms": str(spec.retention_ms)},
+                topic_configs=(
+                    {"cleanup.policy": "compact"}
+                    if spec.compacted
+                    else {"retention.ms": str(spec.retention_ms)}
+                ),
             )
             for spec in topics.ALL
             if topics.name(settings.topic_prefix, spec) not in existing

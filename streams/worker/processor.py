@@ -1,11 +1,13 @@
 """`railtrace worker`: the faust-streaming app that turns raw topics into link samples, link
 events, job facts and verdicts.
 
-Agents (one task each, batches of up to `batch_max` messages):
-- gnmi / snmp: decode, then a Normalizer per message key (a switch) -> link samples and events.
-- logs: a LogParser per (job, source file) -> job facts -> the job's Correlator -> verdicts.
-A background task reads the whole link-events topic (no consumer group) into the correlator's
-link history on every worker, and a timer re-judges stalled jobs as anomalies arrive.
+- The `parse-logs` agent (batches of up to `batch_max` messages): a LogParser per (job, source
+  file) -> job facts -> the job's Correlator -> verdicts, with parser and job state in Faust
+  tables.
+- The telemetry stage (`telemetry_stage.py`, run as an app task): raw gNMI and SNMP in batches
+  straight from aiokafka, a Normalizer per device -> link samples and link events.
+- A task reads the whole link-events topic (no consumer group) into the correlator's link
+  history on every worker, and a timer re-judges stalled jobs as anomalies arrive.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ from railtrace.streams.attribution import Correlator, TimeWindow
 from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
-from railtrace.streams.pipeline import Normalizer, Output
-from railtrace.streams.records import LinkEvent, LinkSample, Verdict
-from railtrace.streams.telemetry import DecodeError, decode_message
-from railtrace.streams.telemetry.snmp import decode_snmp
+from railtrace.streams.records import LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
+from railtrace.streams.worker.telemetry_stage import TelemetryStage
 from railtrace.topology.fabric import Fabric, PortLinks
 
 log = logging.getLogger(__name__)
 PRUNE_HORIZON_NS = 3600 * 1_000_000_000
+RECORDS_PER_MESSAGE = 1000
+# A job's view grows with its ranks and channels (766 KB for a simulated 512-GPU job), and a
+# table value is one changelog message: allow up to this much, on the topic and the producer.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
 class _IdempotentProducer(FaustProducer):
@@ -58,11 +62,13 @@ def faust_app(settings: Settings, app_id: str) -> faust.App:
         "topic_replication_factor": k.replication_factor,
         "broker_session_timeout": settings.worker.session_timeout_s,
         "broker_heartbeat_interval": min(3.0, settings.worker.session_timeout_s / 3),
+        "consumer_group_instance_id": settings.worker.instance_id,
         "producer_acks": -1,
         "consumer_auto_offset_reset": "earliest",
         "web_enabled": False,
         "datadir": str(datadir),
         "table_cleanup_interval": 60.0,
+        "producer_max_request_size": MAX_MESSAGE_BYTES,
     }
     context = kafka.ssl_context(k)
     if "SASL" in k.security_protocol:
@@ -100,6 +106,7 @@ def _table(app: faust.App, settings: Settings, name: str) -> Any:
         key_type=bytes,
         value_type=bytes,
         use_partitioner=True,
+        extra_topic_configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)},
     )
 
 
@@ -116,23 +123,10 @@ class Processor:
             fabric, TimeWindow(lookback_s=w.lookback_s, lookahead_s=w.lookahead_s), self.history
         )
         app = self.app
-        self.raw_gnmi = topic_of(app, settings, topics.RAW_GNMI)
-        self.raw_snmp = topic_of(app, settings, topics.RAW_SNMP)
         self.raw_logs = topic_of(app, settings, topics.RAW_LOGS)
-        self.samples_topic = topic_of(app, settings, topics.LINK_SAMPLES)
-        self.events_topic = topic_of(app, settings, topics.LINK_EVENTS)
         self.facts_topic = topic_of(app, settings, topics.JOB_FACTS)
         self.verdicts_topic = topic_of(app, settings, topics.VERDICTS)
         self.dead_topic = topic_of(app, settings, topics.DEAD_LETTERS)
-        self.normalizers = {
-            name: SnapshotCache(
-                _table(app, settings, f"{name}-state"),
-                lambda _key: Normalizer(),
-                Normalizer.restore,
-                Normalizer.snapshot,
-            )
-            for name in ("gnmi", "snmp")
-        }
         self.parsers = SnapshotCache(
             _table(app, settings, "log-parsers"),
             lambda _key: _Parsers(),
@@ -141,24 +135,23 @@ class Processor:
         )
         self.views_table = _table(app, settings, "job-views")
         self.counters: dict[str, int] = defaultdict(int)
-        self.link_id = PortLinks(fabric)
+        self.telemetry = TelemetryStage(settings, PortLinks(fabric))
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
-        app.agent(self.raw_gnmi, name="normalize-gnmi")(
-            self._telemetry_agent("gnmi", batch, within)
-        )
-        app.agent(self.raw_snmp, name="normalize-snmp")(
-            self._telemetry_agent("snmp", batch, within)
-        )
         app.agent(self.raw_logs, name="parse-logs")(self._logs_agent(batch, within))
+        app.task(self.telemetry.run)
         app.task(self._follow_link_events)
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
 
     # -- helpers ----------------------------------------------------------------------------
 
-    async def _dead(self, event: Any, reason: str) -> None:
+    async def _dead(self, event: Any, reason: str) -> Any:
+        """Send a dead letter; returns its delivery future, awaited with the batch's outputs."""
         msg = event.message
         self.counters["dead_letters"] += 1
-        await self.dead_topic.send(
+        log.warning(
+            "dead letter", extra={"topic": msg.topic, "offset": msg.offset, "reason": reason}
+        )
+        return await self.dead_topic.send(
             key=msg.topic.encode(),
             value=wire.encode_dead_letter(
                 msg.topic, msg.partition, msg.offset, msg.key, msg.value, reason
@@ -168,9 +161,12 @@ class Processor:
     async def _send_grouped(
         self, topic: faust.TopicT, groups: dict[str, list[Any]], encode: Any
     ) -> list[Any]:
-        """Send one message per key; returns the delivery futures."""
+        """Send each key's records, at most RECORDS_PER_MESSAGE to a message (a large job's
+        start-up facts would pass Kafka's 1 MB message limit); returns the delivery futures."""
         return [
-            await topic.send(key=key.encode(), value=encode(items)) for key, items in groups.items()
+            await topic.send(key=key.encode(), value=encode(items[i : i + RECORDS_PER_MESSAGE]))
+            for key, items in groups.items()
+            for i in range(0, len(items), RECORDS_PER_MESSAGE)
         ]
 
     @staticmethod
@@ -182,60 +178,12 @@ class Processor:
 
     # -- agents -----------------------------------------------------------------------------
 
-    def _telemetry_agent(self, kind: str, batch: int, within: float) -> Any:
-        cache = self.normalizers[kind]
-        source_topic = self.raw_gnmi if kind == "gnmi" else self.raw_snmp
-
-        async def agent(stream: Any) -> None:
-            async for events in stream.take_events(batch, within=within):
-                samples: dict[str, list[LinkSample]] = defaultdict(list)
-                link_events: dict[str, list[LinkEvent]] = defaultdict(list)
-                touched: set[bytes] = set()
-                for event in events:
-                    value = event.value
-                    try:
-                        decoded = orjson.loads(value) if isinstance(value, bytes) else None
-                        if decoded is None:
-                            raise DecodeError("empty message")
-                        values = decode_message(decoded) if kind == "gnmi" else decode_snmp(decoded)
-                    except (orjson.JSONDecodeError, DecodeError, ValueError) as exc:
-                        await self._dead(event, f"{kind}: {exc}")
-                        continue
-                    if not values:
-                        continue
-                    key = event.key
-                    if not key:  # gnmic without insert-key: give it a home, keyed by switch
-                        await source_topic.send(key=values[0].device.encode(), value=value)
-                        self.counters["rekeyed"] += 1
-                        continue
-                    out = Output()
-                    normalizer = cache.get(key)
-                    for v in values:
-                        normalizer.on_telemetry(v, out)
-                    touched.add(key)
-                    for s in out.samples:
-                        samples[
-                            self.link_id(s.device, s.interface) or f"{s.device}:{s.interface}"
-                        ].append(s)
-                    for e in out.events:
-                        link_events[
-                            self.link_id(e.device, e.interface) or f"{e.device}:{e.interface}"
-                        ].append(e)
-                    self.counters[f"{kind}_values"] += len(values)
-                await self._delivered(
-                    await self._send_grouped(self.samples_topic, samples, wire.encode_samples)
-                    + await self._send_grouped(self.events_topic, link_events, wire.encode_records)
-                )
-                cache.save(touched)
-
-        agent.__name__ = f"normalize_{kind}"
-        return agent
-
     def _logs_agent(self, batch: int, within: float) -> Any:
         async def parse_logs(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
                 facts_out: dict[str, list[Any]] = defaultdict(list)
                 verdicts: list[Verdict] = []
+                dead: list[Any] = []
                 touched: set[bytes] = set()
                 for event in events:
                     try:
@@ -243,10 +191,10 @@ class Processor:
                             raise wire.WireError("empty message")
                         logs = wire.decode_log_batch(event.value)
                     except wire.WireError as exc:
-                        await self._dead(event, f"logs: {exc}")
+                        dead.append(await self._dead(event, f"logs: {exc}"))
                         continue
                     key = logs.job_id.encode()
-                    self._adopt(key)
+                    verdicts.extend(self._adopt(key))
                     parser = self.parsers.get(key).parser(logs)
                     for i, line in enumerate(logs.lines):
                         for fact in parser.feed(line, logs.first_line_no + i):
@@ -256,7 +204,8 @@ class Processor:
                 # Healthy jobs' verdicts (ranks, hosts) are refreshed once per batch, not per fact.
                 verdicts.extend(self.correlator.reevaluate(k.decode() for k in touched))
                 await self._delivered(
-                    await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
+                    dead
+                    + await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
                     + await self._send_verdicts(verdicts)
                 )
                 self.parsers.save(touched)
@@ -267,13 +216,15 @@ class Processor:
 
         return parse_logs
 
-    def _adopt(self, key: bytes) -> None:
-        """Take over a job whose view this worker has only in its recovered table."""
+    def _adopt(self, key: bytes) -> list[Verdict]:
+        """Take over a job whose view this worker has only in its recovered table; returns the
+        verdict to publish (a re-send of the same verdict is harmless, a missing one is not)."""
         job_id = key.decode()
         if self.correlator.job_view(job_id) is None:
             saved = self.views_table.get(key)
             if saved:
-                self.correlator.adopt(JobView.restore(orjson.loads(saved)))
+                return [self.correlator.adopt(JobView.restore(orjson.loads(saved)))]
+        return []
 
     async def _send_verdicts(self, verdicts: list[Verdict]) -> list[Any]:
         latest = {v.job_id: v for v in verdicts}
@@ -284,9 +235,8 @@ class Processor:
         ]
 
     async def _reevaluate(self) -> None:
-        for key in list(self.views_table.keys()):
-            self._adopt(key)
-        await self._delivered(await self._send_verdicts(self.correlator.reevaluate()))
+        adopted = [v for key in list(self.views_table.keys()) for v in self._adopt(key)]
+        await self._delivered(await self._send_verdicts(adopted + self.correlator.reevaluate()))
 
     async def _follow_link_events(self) -> None:
         """Every worker reads the whole link-events topic: anomalies are few, and a job's stall

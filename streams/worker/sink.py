@@ -64,11 +64,7 @@ class Sink:
             return []
 
     def _samples(self, events: Sequence[Any]) -> None:
-        rows = [
-            (s, (e.key or b"").decode())
-            for e in events
-            for s in self._decode(e, wire.decode_samples)
-        ]
+        rows = [row for e in events for row in self._decode(e, wire.decode_samples)]
         self.store.write_link_samples(rows)
         self._count("link_samples", len(rows))
 

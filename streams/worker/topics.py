@@ -19,6 +19,7 @@ class TopicSpec:
     value: str
     retention_ms: int
     doc: str
+    compacted: bool = False
 
 
 RAW_GNMI = TopicSpec(
@@ -47,9 +48,10 @@ RAW_LOGS = TopicSpec(
     "raw NCCL / PyTorch / kernel log lines",
 )
 LINK_SAMPLES = TopicSpec(
-    "link-samples.v1",
-    "link id",
-    "JSON list of [ts_ns, device, interface, metric, qualifier, rate, interval_s]",
+    "link-samples.v2",
+    "none: each message holds the samples of the links that the default partitioner puts in "
+    "its partition (murmur2 of the link id), so a link's samples stay in one partition",
+    "JSON list of [ts_ns, link_id, device, interface, metric, qualifier, rate, interval_s]",
     3 * DAY_MS,
     "per-interval rates of interface counters",
 )
@@ -82,7 +84,27 @@ DEAD_LETTERS = TopicSpec(
     "input that could not be used, with the reason",
 )
 
-ALL = (RAW_GNMI, RAW_SNMP, RAW_LOGS, LINK_SAMPLES, LINK_EVENTS, JOB_FACTS, VERDICTS, DEAD_LETTERS)
+NORMALIZER_STATE = TopicSpec(
+    "normalizer-state.v1",
+    "`gnmi:` or `snmp:` and the raw message key (a device); written to the partition number "
+    "of the raw topic the device's messages are in",
+    '{"v", "upto": the next raw offset the state has not seen, "state": a Normalizer snapshot}',
+    -1,
+    "checkpoints of the telemetry stage's per-device state (compacted)",
+    compacted=True,
+)
+
+ALL = (
+    RAW_GNMI,
+    RAW_SNMP,
+    RAW_LOGS,
+    LINK_SAMPLES,
+    LINK_EVENTS,
+    JOB_FACTS,
+    VERDICTS,
+    DEAD_LETTERS,
+    NORMALIZER_STATE,
+)
 
 
 def name(prefix: str, spec: TopicSpec) -> str:

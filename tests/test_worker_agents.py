@@ -1,0 +1,550 @@
+"""The worker's `parse-logs` agent, driven through faust's `agent.test_context()` with the
+memory table store: raw log batches in, job facts, verdicts, dead letters and table snapshots
+out, without a Kafka broker.
+
+The one stand-in is the producer: faust's test support delivers input to the agent but has no
+answer for what the agent sends, so `RecordingProducer` takes the place of the app's Kafka
+producer (topic sends and table changelog writes alike) and records every message. Faking the
+producer is acceptable here only because the same path runs against a real broker, producer
+included, in tests/test_streaming_e2e.py. Everything between the producer and the agent
+(faust's topics, futures and tables, railtrace's wire formats, parsers and correlator) is real.
+
+The log lines come from the project's simulator (a small rail-optimized cluster and a link
+that goes down under the first job), cut into raw-logs messages the way `railtrace replay
+--kafka` cuts capture files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from faust.types import TP
+from faust.types.tuples import RecordMetadata
+
+from railtrace.settings import KafkaSettings, Settings, WorkerSettings
+from railtrace.simulate.logs import LogFile, job_logs
+from railtrace.simulate.scenario import Fault, Scenario, SimJob, plan_scenario
+from railtrace.streams import wire
+from railtrace.streams.attribution import Correlator, TimeWindow
+from railtrace.streams.attribution.jobs import JobView
+from railtrace.streams.logs import LogParser
+from railtrace.streams.records import (
+    ChannelEdge,
+    JobState,
+    LinkEvent,
+    LinkEventKind,
+    RankInfo,
+    Verdict,
+)
+from railtrace.streams.worker import topics
+from railtrace.streams.worker.processor import Processor, _Parsers
+
+NODES = 16
+SEED = 5
+WATCHDOG_S = 120
+LINES_PER_MESSAGE = 40  # several messages per file, so batches hold more than one
+WAIT_S = 10.0
+
+
+# -- the stand-in producer ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+
+
+class RecordingProducer:
+    """Takes the place of the app's Kafka producer: records each message and reports it
+    delivered at once. `send` serves `topic.send` (the agent's outputs), `send_soon` and
+    `key_partition` serve table writes (their changelog)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Sent] = []
+
+    async def maybe_start(self) -> None:
+        return None
+
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp: float | None,
+        headers: Any,
+        **_: Any,
+    ) -> asyncio.Future[RecordMetadata]:
+        self.sent.append(Sent(topic, key, value))
+        delivered: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        delivered.set_result(RecordMetadata(topic, 0, TP(topic, 0), len(self.sent) - 1))
+        return delivered
+
+    def send_soon(self, fut: Any) -> None:
+        m = fut.message
+        self.sent.append(Sent(m.channel.get_topic_name(), m.key, m.value))
+
+    def key_partition(self, topic: str, key: bytes | None) -> TP:
+        return TP(topic, 0)
+
+    def on(self, topic: str) -> list[Sent]:
+        return [s for s in self.sent if s.topic == topic]
+
+
+# -- the worker under test ---------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    processor: Processor
+    producer: RecordingProducer
+    prefix: str
+
+    def topic(self, spec: topics.TopicSpec) -> str:
+        return topics.name(self.prefix, spec)
+
+    def facts(self) -> list[Sent]:
+        return self.producer.on(self.topic(topics.JOB_FACTS))
+
+    def verdicts(self) -> list[Sent]:
+        return self.producer.on(self.topic(topics.VERDICTS))
+
+    def dead_letters(self) -> list[Sent]:
+        return self.producer.on(self.topic(topics.DEAD_LETTERS))
+
+    def table(self, name: str) -> Any:
+        return self.processor.app.tables[name]
+
+
+def make_worker(tmp_path: Path, fabric: Any) -> Worker:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    settings = Settings(
+        worker=WorkerSettings(
+            data_dir=tmp_path / "worker", app_id=f"{prefix}-worker", batch_within_s=0.02
+        ),
+        # Nothing listens on port 1: anything that got past the stand-in would fail, not
+        # reach a broker that happens to run on this machine.
+        kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix=prefix, partitions=1),
+    )
+    processor = Processor(settings, fabric)
+    producer = RecordingProducer()
+    processor.app.producer = producer
+    return Worker(processor, producer, prefix)
+
+
+class Agent:
+    """The `parse-logs` agent in a test context; `put` hands it one raw-logs message."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.errors: list[BaseException] = []
+        self._barriers = 0
+
+    async def __aenter__(self) -> Agent:
+        async def on_error(_agent: Any, exc: BaseException) -> None:
+            self.errors.append(exc)
+
+        agent = self.worker.processor.app.agents["parse-logs"]
+        self._context = agent.test_context(on_error=on_error)
+        self._test_agent = await self._context.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._context.__aexit__(*exc)
+
+    async def put(self, value: bytes | None, key: bytes | None) -> None:
+        await self._test_agent.put(value, key=key)
+
+    async def put_batches(self, batches: list[wire.LogBatch]) -> None:
+        for b in batches:
+            await self.put(wire.encode_log_batch(b), key=b.job_id.encode())
+
+    async def until(self, done: Callable[[], bool], what: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_S
+        while not done():
+            if self.errors:
+                raise AssertionError(f"the agent crashed: {self.errors[0]!r}") from self.errors[0]
+            if loop.time() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.005)
+
+    async def drain(self) -> None:
+        """Wait until every message put so far is processed: `put` returns once the agent's
+        stream has the message, before its batch is done. One agent task takes messages in
+        order and saves a batch's parser state once its outputs are delivered, so once a
+        barrier message (a job of its own, one empty line: no facts, no verdict) has its
+        parser snapshot saved, every earlier message is done with."""
+        self._barriers += 1
+        key = f"barrier-{self._barriers}".encode()
+        await self.put(
+            wire.encode_log_batch(wire.LogBatch(key.decode(), "barrier", 1, ("",))), key=key
+        )
+        parsers = self.worker.table("log-parsers")
+        await self.until(lambda: parsers.get(key) is not None, f"barrier {key!r}")
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# -- simulated input -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobLogs:
+    job: SimJob
+    year: int
+    files: dict[str, list[str]]  # source -> lines, as `railtrace replay --kafka` names them
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    def batches(self, start: int = 0, stop: int | None = None) -> list[wire.LogBatch]:
+        """The raw-logs messages of lines [start, stop) of every file (0-based, per file)."""
+        out = []
+        for source, lines in self.files.items():
+            end = len(lines) if stop is None else min(stop, len(lines))
+            for first in range(start, end, LINES_PER_MESSAGE):
+                chunk = tuple(lines[first : min(first + LINES_PER_MESSAGE, end)])
+                out.append(wire.LogBatch(self.job_id, source, first + 1, chunk, self.year))
+        return out
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return plan_scenario(NODES, Fault.LINK_DOWN, SEED, watchdog_s=WATCHDOG_S)
+
+
+def logs_of(sc: Scenario, job: SimJob) -> JobLogs:
+    # As the capture writer does: every other job's files carry a log shipper's timestamps.
+    shipped = sc.jobs.index(job) % 2 == 1
+    files: list[LogFile] = job_logs(sc, job, random.Random(f"logs-{SEED}-{job.job_id}"))
+    year = datetime.fromtimestamp(sc.start_ns / 1e9, tz=UTC).year
+    return JobLogs(
+        job,
+        year,
+        {f"logs/{job.job_id}/{f.name}": f.text(shipped).splitlines() for f in files},
+    )
+
+
+@pytest.fixture(scope="module")
+def hung(scenario: Scenario) -> JobLogs:
+    """The job the link fault stalled: transport errors, then every rank's watchdog."""
+    assert scenario.affected is not None and scenario.affected.stalled_ns is not None
+    return logs_of(scenario, scenario.affected)
+
+
+@pytest.fixture(scope="module")
+def healthy(scenario: Scenario) -> JobLogs:
+    job = next(j for j in scenario.jobs if j is not scenario.affected)
+    return logs_of(scenario, job)
+
+
+def embedded(sc: Scenario, logs: JobLogs) -> tuple[list[Any], Verdict]:
+    """What the core says without the worker: one parser per file, one correlator."""
+    defaults = Settings().attribution
+    correlator = Correlator(
+        sc.fabric, TimeWindow(lookback_s=defaults.lookback_s, lookahead_s=defaults.lookahead_s)
+    )
+    facts = []
+    for source, lines in logs.files.items():
+        parser = LogParser(logs.job_id, source, logs.year)
+        for line in lines:
+            facts.extend(parser.feed(line))
+    for fact in facts:
+        correlator.observe(fact)
+    (verdict,) = [v for v in correlator.verdicts() if v.job_id == logs.job_id]
+    return facts, verdict
+
+
+def decoded(messages: list[Sent]) -> Iterator[Any]:
+    for m in messages:
+        assert m.value is not None
+        yield from wire.decode_records(m.value)
+
+
+def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
+    saved = worker.table("log-parsers").get(job_id.encode())
+    assert saved is not None, f"no parser snapshot for {job_id}"
+    return _Parsers.restore(orjson.loads(saved))
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+def test_good_log_lines_yield_job_facts_keyed_by_job_and_save_the_job_view(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put_batches(healthy.batches())
+            await agent.drain()
+
+    run(go())
+
+    facts_msgs = w.facts()
+    assert facts_msgs, "no job facts were sent"
+    assert {m.key for m in facts_msgs} == {healthy.job_id.encode()}
+    facts = list(decoded(facts_msgs))
+    expected_facts, expected_verdict = embedded(scenario, healthy)
+    assert facts == expected_facts
+    assert {f.job_id for f in facts} == {healthy.job_id}
+
+    # Independently of the parser: every rank of the simulated job announced itself, each
+    # fact points back at the very line that said so, and the ring's channels were read.
+    ranks = [f for f in facts if isinstance(f, RankInfo)]
+    assert sorted(r.rank for r in ranks) == list(range(healthy.job.ranks))
+    assert {r.host for r in ranks} == set(healthy.job.hosts)
+    for r in ranks:
+        line = healthy.files[r.origin.source][r.origin.line_no - 1]
+        assert f"rank {r.rank} nranks {healthy.job.ranks}" in line, line
+    edges = [f for f in facts if isinstance(f, ChannelEdge)]
+    assert {e.channel for e in edges} == set(range(8))
+
+    # The job's view is in the job-views table, keyed by job id, and restores to the job.
+    saved = w.processor.views_table.get(healthy.job_id.encode())
+    assert saved is not None, "the job's view was not saved"
+    view = JobView.restore(orjson.loads(saved))
+    assert view.job_id == healthy.job_id
+    assert view.hosts == set(healthy.job.hosts)
+    assert view.ranks == healthy.job.ranks
+    # It keeps the channels that cross the network (the job's flows), as they were sent.
+    assert sorted(view.edges.values(), key=repr) == sorted(
+        (e for e in edges if e.net_dev is not None), key=repr
+    )
+    assert view.flows(scenario.fabric)
+
+    # A healthy job's verdict says so, with its size.
+    verdicts = list(decoded(w.verdicts()))
+    assert verdicts and all(v.job_id == healthy.job_id for v in verdicts)
+    assert verdicts[-1] == expected_verdict
+    assert verdicts[-1].state == JobState.HEALTHY
+    assert (verdicts[-1].ranks, verdicts[-1].hosts) == (healthy.job.ranks, len(healthy.job.hosts))
+    assert w.dead_letters() == []
+
+
+def test_facts_of_two_jobs_in_one_batch_go_out_under_each_jobs_own_key(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs, hung: JobLogs
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+    interleaved = [b for pair in zip(healthy.batches(), hung.batches(), strict=False) for b in pair]
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put_batches(interleaved)
+            await agent.drain()
+
+    run(go())
+
+    by_key: dict[bytes | None, list[Any]] = {}
+    for m in w.facts():
+        by_key.setdefault(m.key, []).extend(decoded([m]))
+    fed = {b.job_id for b in interleaved}
+    assert set(by_key) == {j.encode() for j in fed}
+    for key, facts in by_key.items():
+        assert key is not None
+        assert {f.job_id for f in facts} == {key.decode()}
+    assert {m.key for m in w.verdicts()} == {j.encode() for j in fed}
+
+
+def test_a_hang_yields_a_stalled_verdict_keyed_by_job_and_redelivery_adds_no_facts(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+    batches = hung.batches()
+    counts: dict[str, int] = {}
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put_batches(batches)
+            await agent.drain()
+            counts["facts"], counts["verdicts"] = len(w.facts()), len(w.verdicts())
+            # At-least-once delivery: after a crash the same messages arrive again.
+            await agent.put_batches(batches)
+            await agent.drain()
+
+    run(go())
+
+    sent = w.verdicts()
+    assert sent and {m.key for m in sent} == {hung.job_id.encode()}
+    for m in sent:
+        assert m.value is not None
+        assert len(wire.decode_records(m.value)) == 1, "one verdict record per message"
+    verdict = next(iter(decoded(sent[-1:])))
+    assert isinstance(verdict, Verdict)
+    assert verdict.job_id == hung.job_id
+    assert verdict.state == JobState.STALLED
+    assert hung.job.stalled_ns is not None
+    # The watchdog dates the stall to the start of the collective that never finished.
+    assert verdict.stalled_at_ns is not None
+    assert abs(verdict.stalled_at_ns - hung.job.stalled_ns) < 1_000_000
+    assert (verdict.ranks, verdict.hosts) == (hung.job.ranks, len(hung.job.hosts))
+    _, expected = embedded(scenario, hung)
+    assert verdict == expected
+
+    # The redelivered messages changed nothing and were counted as redelivered.
+    assert len(w.facts()) == counts["facts"]
+    assert len(w.verdicts()) == counts["verdicts"]
+    parsers = parser_snapshot(w, hung.job_id).by_source
+    for source, lines in hung.files.items():
+        assert parsers[source].position == len(lines)
+        assert parsers[source].stats.redelivered == len(lines)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b"{not json", "logs: not JSON"),
+        (b"[1, 2, 3]", "logs: a log message must be a JSON object"),
+        (
+            b'{"job_id": "x", "source": "y", "line_no": 0, "lines": []}',
+            "logs: a log message needs line_no",
+        ),
+        (b'{"job_id": "x", "source": "y", "line_no": 1, "lines": [7]}', "logs: a log message"),
+        (None, "logs: empty message"),
+    ],
+    ids=["not-json", "not-an-object", "line-no-0", "lines-not-strings", "tombstone"],
+)
+def test_a_garbled_message_is_dead_lettered_with_its_reason_and_later_ones_still_flow(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs, value: bytes | None, reason: str
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put(value, key=b"junk")
+            await agent.put_batches(healthy.batches())
+            await agent.drain()
+
+    run(go())
+
+    raw_topic = w.topic(topics.RAW_LOGS)
+    (letter_msg,) = w.dead_letters()
+    assert letter_msg.key == raw_topic.encode()
+    assert letter_msg.value is not None
+    letter = wire.decode_dead_letter(letter_msg.value)
+    assert letter["reason"].startswith(reason), letter["reason"]
+    assert (letter["topic"], letter["partition"], letter["offset"]) == (raw_topic, 0, 0)
+    assert letter["key"] == b"junk"
+    assert letter["value"] == value
+    assert w.processor.counters["dead_letters"] == 1
+
+    expected_facts, _ = embedded(scenario, healthy)
+    assert list(decoded(w.facts())) == expected_facts
+    assert w.processor.views_table.get(healthy.job_id.encode()) is not None
+
+
+def test_the_parser_snapshot_in_the_log_parsers_table_restores_and_resumes_on_a_new_worker(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs
+) -> None:
+    """Worker A reads the first half of every file and stops; worker B recovers A's tables
+    (as Kafka would replay their changelogs) and reads the rest. B's facts and verdict must be
+    those of one uninterrupted reading."""
+    half = min(len(lines) for lines in hung.files.values()) // 2
+    key = hung.job_id.encode()
+    a = make_worker(tmp_path / "a", scenario.fabric)
+
+    async def first_half() -> None:
+        async with Agent(a) as agent:
+            await agent.put_batches(hung.batches(stop=half))
+            await agent.drain()
+
+    run(first_half())
+
+    snapshot = parser_snapshot(a, hung.job_id)
+    assert set(snapshot.by_source) == set(hung.files)
+    for source, parser in snapshot.by_source.items():
+        assert (parser.job_id, parser.source, parser.position) == (hung.job_id, source, half)
+    # What a restarted worker recovers is the last value of the key in each changelog.
+    recovered: dict[str, bytes] = {}
+    for name in ("log-parsers", "job-views"):
+        changelog = a.table(name).changelog_topic.get_topic_name()
+        writes = [m for m in a.producer.on(changelog) if m.key == key]
+        assert writes, f"nothing of {name} went to its changelog"
+        assert writes[-1].value is not None
+        assert writes[-1].value == a.table(name).get(key)
+        recovered[name] = writes[-1].value
+
+    b = make_worker(tmp_path / "b", scenario.fabric)
+
+    async def second_half() -> None:
+        for name, value in recovered.items():
+            b.table(name)[key] = value
+        async with Agent(b) as agent:
+            await agent.put_batches(hung.batches(start=half))
+            await agent.drain()
+
+    run(second_half())
+
+    expected_facts, expected_verdict = embedded(scenario, hung)
+    resumed = list(decoded(b.facts()))
+    assert resumed == [f for f in expected_facts if f.origin.line_no > half]
+    assert resumed, "the second half held no facts: the test would prove nothing"
+    assert next(iter(decoded(b.verdicts()[-1:]))) == expected_verdict
+    for source, parser in parser_snapshot(b, hung.job_id).by_source.items():
+        assert parser.position == len(hung.files[source])
+
+
+def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs
+) -> None:
+    """Worker A judged the hang before the faulty link's DOWN reached it, then died. Worker B
+    already holds that DOWN when it adopts the job from A's table: B must publish the verdict
+    that blames the link, not keep it to itself because nothing changed since adoption."""
+    assert scenario.fault_link is not None and scenario.fault_at_ns is not None
+    key = hung.job_id.encode()
+    a = make_worker(tmp_path / "a", scenario.fabric)
+
+    async def on_a() -> None:
+        async with Agent(a) as agent:
+            await agent.put_batches(hung.batches())
+            await agent.drain()
+
+    run(on_a())
+    (published_by_a,) = [v for v in decoded(a.verdicts()[-1:])]
+    down = LinkEvent(
+        scenario.fault_at_ns,
+        scenario.fault_link.a.device,
+        scenario.fault_link.a.interface,
+        LinkEventKind.DOWN,
+        0.0,
+        "oper-status down",
+    )
+    b = make_worker(tmp_path / "b", scenario.fabric)
+    b.processor.history.add(scenario.fault_link.link_id, down)
+
+    async def on_b() -> None:
+        b.table("job-views")[key] = a.table("job-views").get(key)
+        await b.processor._reevaluate()
+
+    run(on_b())
+
+    facts, _ = embedded(scenario, hung)
+    correlator = Correlator(scenario.fabric, TimeWindow(**_window()))
+    correlator.observe(down)
+    for fact in facts:
+        correlator.observe(fact)
+    (expected,) = [v for v in correlator.verdicts() if v.job_id == hung.job_id]
+    assert expected.cause_link == scenario.fault_link
+    assert published_by_a != expected, "A already knew: the test would prove nothing"
+    assert [v for v in decoded(b.verdicts())] == [expected]
+
+
+def _window() -> dict[str, float]:
+    defaults = Settings().attribution
+    return {"lookback_s": defaults.lookback_s, "lookahead_s": defaults.lookahead_s}
