@@ -28,6 +28,7 @@ from rich.progress import (
 )
 
 from railtrace import __version__
+from railtrace.gctuning import settle_heap
 from railtrace.logconfig import configure
 from railtrace.settings import Settings, load_settings
 from railtrace.simulate.scenario import Fault
@@ -279,6 +280,7 @@ def _publish(settings: Settings, capture_dir: Path) -> None:
         task = bar.add_task("publish", total=len(capture.gnmi_files) + capture.log_file_count)
         try:
             done = publish_capture(capture, settings.kafka, lambda n: bar.advance(task, n))
+            bar.update(task, completed=len(capture.gnmi_files) + capture.log_file_count)
         except Exception as exc:  # broker down, auth refused: say so, not a traceback
             raise _fail(
                 f"could not publish to Kafka at {settings.kafka.bootstrap_servers}: {exc}"
@@ -323,6 +325,7 @@ def worker(ctx: typer.Context, topology: TopologyOpt = None) -> None:
     fabric = _load_topology(settings, topology)
     asyncio.run(ensure_topics(settings.kafka))
     processor = Processor(settings, fabric)
+    settle_heap()
     faust.Worker(
         processor.app, loglevel=settings.log_level, quiet=True, override_logging=False
     ).execute_from_commandline()

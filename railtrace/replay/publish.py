@@ -9,7 +9,7 @@ embedded replay names them, so both paths reach identical verdicts.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -50,6 +50,32 @@ def _timestamp_ms(message: object) -> int | None:
     return ts // 1_000_000 if isinstance(ts, int) and ts > 0 else None
 
 
+def log_batches(capture: Capture) -> Iterator[wire.LogBatch]:
+    """A capture's log files as raw-logs messages: consecutive lines with their positions."""
+    year = year_hint(capture)
+    for job_id, paths in capture.log_files.items():
+        for path in paths:
+            # Split on newlines only, as the embedded replay's file iteration does, so that
+            # line numbers (and so fact origins) agree.
+            data = path.read_bytes()
+            lines = (
+                [
+                    raw.decode("utf-8", errors="replace")
+                    for raw in (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
+                ]
+                if data
+                else []
+            )
+            for start in range(0, len(lines), LINES_PER_MESSAGE):
+                yield wire.LogBatch(
+                    job_id,
+                    f"logs/{job_id}/{path.name}",
+                    start + 1,
+                    tuple(lines[start : start + LINES_PER_MESSAGE]),
+                    year,
+                )
+
+
 async def publish(
     capture: Capture, settings: KafkaSettings, progress: Callable[[int], None] | None = None
 ) -> Published:
@@ -77,35 +103,12 @@ async def publish(
                 done.gnmi_messages += 1
             if progress:
                 progress(1)
-        year = year_hint(capture)
-        for job_id, paths in capture.log_files.items():
-            for path in paths:
-                # Split on newlines only, as the embedded replay's file iteration does, so that
-                # line numbers (and so fact origins) agree.
-                data = path.read_bytes()
-                lines = (
-                    [
-                        raw.decode("utf-8", errors="replace")
-                        for raw in (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
-                    ]
-                    if data
-                    else []
-                )
-                for start in range(0, len(lines), LINES_PER_MESSAGE):
-                    batch = wire.LogBatch(
-                        job_id,
-                        f"logs/{job_id}/{path.name}",
-                        start + 1,
-                        tuple(lines[start : start + LINES_PER_MESSAGE]),
-                        year,
-                    )
-                    await producer.send(
-                        logs_topic, wire.encode_log_batch(batch), key=job_id.encode()
-                    )
-                    done.log_messages += 1
-                done.log_lines += len(lines)
-                if progress:
-                    progress(1)
+        for batch in log_batches(capture):
+            await producer.send(logs_topic, wire.encode_log_batch(batch), key=batch.job_id.encode())
+            done.log_messages += 1
+            done.log_lines += len(batch.lines)
+            if progress and batch.first_line_no == 1:
+                progress(1)
         await producer.flush()
     finally:
         await producer.stop()
