@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from railtrace.gctuning import settle_heap
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
 
@@ -45,6 +46,7 @@ def main() -> None:
 
             sink = ChdbStore(work / "data")
             sink.migrate()
+        settle_heap()  # as `railtrace replay` does
         t = time.perf_counter()
         report = replay(capture, sink)  # type: ignore[arg-type]
         total_s = time.perf_counter() - t

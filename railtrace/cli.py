@@ -170,6 +170,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
     store = _open_owned(settings)
+    settle_heap()
     try:
         with _progress() as bar:
             tasks: dict[str, TaskID] = {}

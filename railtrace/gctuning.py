@@ -1,4 +1,5 @@
-"""Garbage-collector settings for the long-running, allocation-heavy commands.
+"""Garbage-collector settings for the long-running, allocation-heavy commands (`worker`,
+`replay`).
 
 The worker and the replay allocate a few short-lived objects per telemetry value on top of a
 large, long-lived heap (the fabric graph, per-interface state). With CPython's defaults the
