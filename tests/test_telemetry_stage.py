@@ -214,16 +214,27 @@ def test_giving_up_partitions_forgets_only_their_devices(links: PortLinks) -> No
     assert set(states.saved) == {b"gnmi:kept"}
 
 
-def test_a_checkpoint_of_an_unknown_version_is_refused(links: PortLinks) -> None:
+@pytest.mark.parametrize(
+    "damaged",
+    [b"{torn", orjson.dumps({"v": 99, "upto": 0, "state": {}}), orjson.dumps({"v": 1})],
+    ids=["not-json", "unknown-version", "missing-state"],
+)
+def test_a_damaged_checkpoint_is_counted_and_its_device_starts_afresh(
+    links: PortLinks, damaged: bytes
+) -> None:
     states = DeviceStates(links, PARTITIONS)
-    states.saved[b"gnmi:" + LEAVES[0].encode()] = (
-        0,
-        orjson.dumps({"v": 99, "upto": 0, "state": {}}),
-    )
-    leaf = LEAVES[0]
-    record = Record("raw.gnmi", 0, 0, leaf.encode(), _counters(leaf, _ports(links, leaf, 1)[0], 1))
-    with pytest.raises(ValueError, match="checkpoint version"):
-        _fold(states, [record])
+    key = b"gnmi:" + LEAVES[0].encode()
+    states.saved[key] = (0, damaged)
+    iface = _ports(links, LEAVES[0], 1)[0]
+    records = [
+        Record("raw.gnmi", 0, n, LEAVES[0].encode(), _counters(LEAVES[0], iface, n + 1))
+        for n in range(3)
+    ]
+    out = _fold(states, records)
+    assert states.unreadable == 1
+    assert states.live[key].upto == 3
+    # a fresh baseline at the first message, then rates from the next two
+    assert sum(len(rows) for rows in out.samples.values()) == 2 * 3
 
 
 def test_metric_names_on_the_wire_are_the_enum_values() -> None:

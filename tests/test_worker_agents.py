@@ -548,3 +548,60 @@ def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives
 def _window() -> dict[str, float]:
     defaults = Settings().attribution
     return {"lookback_s": defaults.lookback_s, "lookahead_s": defaults.lookahead_s}
+
+
+def test_a_garbled_line_inside_a_good_message_is_dead_lettered_and_its_neighbours_parsed(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs
+) -> None:
+    bad = "h1:1:2 [0] NCCL WARN NET/IB : Got completion from peer"  # the peer is missing
+    first = healthy.batches()[0]
+    garbled = wire.LogBatch(
+        first.job_id, first.source, first.first_line_no, (*first.lines, bad), first.year
+    )
+    w = make_worker(tmp_path, scenario.fabric)
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put_batches([garbled])
+            await agent.drain()
+
+    run(go())
+
+    (letter_msg,) = w.dead_letters()
+    assert letter_msg.value is not None
+    letter = wire.decode_dead_letter(letter_msg.value)
+    line_no = first.first_line_no + len(first.lines)
+    assert letter["reason"].startswith(f"logs: {first.source} line {line_no}: "), letter["reason"]
+    assert letter["value"] == bad.encode()
+    assert (letter["topic"], letter["offset"]) == (w.topic(topics.RAW_LOGS), 0)
+    expected = [f for f in embedded(scenario, healthy)[0] if f.origin.source == first.source]
+    expected = [f for f in expected if f.origin.line_no <= line_no - 1]
+    assert list(decoded(w.facts())) == expected
+    # reported once: the parser's own list is emptied once the letters are sent
+    assert parser_snapshot(w, healthy.job_id).by_source[first.source].stats.dead_letters == []
+
+
+@pytest.mark.parametrize("table", ["log-parsers", "job-views"])
+def test_a_damaged_snapshot_is_counted_and_the_job_carries_on_afresh(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs, table: str
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+    key = hung.job_id.encode()
+
+    async def go() -> None:
+        w.table(table)[key] = b'{"v": 1, "torn'
+        async with Agent(w) as agent:
+            await agent.put_batches(hung.batches())
+            await agent.drain()
+
+    run(go())
+
+    damaged = (
+        w.processor.parsers.unreadable
+        if table == "log-parsers"
+        else w.processor.counters["bad_snapshots"]
+    )
+    assert damaged == 1
+    expected_facts, expected_verdict = embedded(scenario, hung)
+    assert list(decoded(w.facts())) == expected_facts
+    assert next(iter(decoded(w.verdicts()[-1:]))) == expected_verdict

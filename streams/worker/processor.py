@@ -144,8 +144,9 @@ class Processor:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    async def _dead(self, event: Any, reason: str) -> Any:
-        """Send a dead letter; returns its delivery future, awaited with the batch's outputs."""
+    async def _dead(self, event: Any, reason: str, value: bytes | None = None) -> Any:
+        """Send a dead letter for `event` (or for `value`, a part of it); returns its delivery
+        future, awaited with the batch's outputs."""
         msg = event.message
         self.counters["dead_letters"] += 1
         log.warning(
@@ -154,7 +155,12 @@ class Processor:
         return await self.dead_topic.send(
             key=msg.topic.encode(),
             value=wire.encode_dead_letter(
-                msg.topic, msg.partition, msg.offset, msg.key, msg.value, reason
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.key,
+                msg.value if value is None else value,
+                reason,
             ),
         )
 
@@ -200,6 +206,12 @@ class Processor:
                         for fact in parser.feed(line, logs.first_line_no + i):
                             facts_out[logs.job_id].append(fact)
                             verdicts.extend(self.correlator.observe(fact))
+                    # Garbled lines of a good message: reported as they happen, as the
+                    # embedded replay stores them.
+                    for bad in parser.stats.dead_letters:
+                        reason = f"logs: {bad.source} line {bad.line_no}: {bad.reason}"
+                        dead.append(await self._dead(event, reason, bad.raw))
+                    parser.stats.dead_letters.clear()
                     touched.add(key)
                 # Healthy jobs' verdicts (ranks, hosts) are refreshed once per batch, not per fact.
                 verdicts.extend(self.correlator.reevaluate(k.decode() for k in touched))
@@ -223,7 +235,15 @@ class Processor:
         if self.correlator.job_view(job_id) is None:
             saved = self.views_table.get(key)
             if saved:
-                return [self.correlator.adopt(JobView.restore(orjson.loads(saved)))]
+                try:
+                    view = JobView.restore(orjson.loads(saved))
+                except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
+                    # Start the job afresh from its next facts rather than stop the agent.
+                    self.counters["bad_snapshots"] += 1
+                    log.error("unreadable job view", extra={"job": job_id, "reason": str(exc)})
+                    self.views_table.pop(key, None)
+                    return []
+                return [self.correlator.adopt(view)]
         return []
 
     async def _send_verdicts(self, verdicts: list[Verdict]) -> list[Any]:

@@ -8,12 +8,14 @@ partition with the same number as its input partition.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class _Table(Protocol):
@@ -34,12 +36,24 @@ class SnapshotCache(Generic[T]):
         self._table = table
         self._new, self._restore, self._snapshot = new, restore, snapshot
         self._live: dict[bytes, T] = {}
+        self.unreadable = 0
 
     def get(self, key: bytes) -> T:
+        """The live object, else the restored snapshot, else a new one. A snapshot that cannot
+        be read (damaged, or of an unknown version) is logged and counted, and the key starts
+        afresh: one bad value must not stop the agent that owns it."""
         obj = self._live.get(key)
         if obj is None:
             saved = self._table.get(key)
-            obj = self._restore(orjson.loads(saved)) if saved else self._new(key)
+            obj = None
+            if saved:
+                try:
+                    obj = self._restore(orjson.loads(saved))
+                except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
+                    self.unreadable += 1
+                    log.error("unreadable snapshot", extra={"key": key, "reason": str(exc)})
+            if obj is None:
+                obj = self._new(key)
             self._live[key] = obj
         return obj
 

@@ -79,17 +79,21 @@ class DeviceStates:
         self.live: dict[bytes, DeviceState] = {}
         self.saved: dict[bytes, tuple[int, bytes]] = {}
         self.dirty: set[bytes] = set()
+        self.unreadable = 0
 
     def state(self, key: bytes, partition: int) -> DeviceState:
         st = self.live.get(key)
         if st is None:
             saved = self.saved.pop(key, None)
             if saved is not None:
-                snap = orjson.loads(saved[1])
-                if snap.get("v") != CHECKPOINT_VERSION:
-                    raise ValueError(f"unknown checkpoint version {snap.get('v')!r}")
-                st = DeviceState(Normalizer.restore(snap["state"]), partition, snap["upto"])
-            else:
+                try:
+                    st = _restore(saved[1], partition)
+                except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
+                    # Start the device afresh (its next sample is a new baseline) rather than
+                    # stop the stage on every restart.
+                    self.unreadable += 1
+                    log.error("unreadable checkpoint", extra={"key": key, "reason": str(exc)})
+            if st is None:
                 st = DeviceState(Normalizer(), partition)
             self.live[key] = st
         return st
@@ -163,6 +167,13 @@ class DeviceStates:
             del self.live[key]
         for key in [k for k, (part, _) in self.saved.items() if part in gone]:
             del self.saved[key]
+
+
+def _restore(raw: bytes, partition: int) -> DeviceState:
+    snap = orjson.loads(raw)
+    if not isinstance(snap, dict) or snap.get("v") != CHECKPOINT_VERSION:
+        raise ValueError("not a version-1 checkpoint")
+    return DeviceState(Normalizer.restore(snap["state"]), partition, int(snap["upto"]))
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
