@@ -2,7 +2,7 @@
 # into .venv first; `make test` also installs Java, Maven and kcat (Debian) and runs a broker.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py proto/*.proto | sha1sum | cut -c1-12)
 
 .PHONY: install system-deps demo test lint typecheck wheel-check pytest clean
 
@@ -14,10 +14,13 @@ $(STAMP):
 
 install: $(STAMP)
 
-# What the tests need beyond Python: Java 17 and Maven (to fetch and run the Kafka broker) and
-# kcat (an independent Kafka client, to cross-check the wire format). Debian packages.
+# What the tests need beyond Python: Java 17 and Maven (to fetch and run the Kafka broker),
+# kcat (an independent Kafka client, to cross-check the wire format), and net-snmp's snmpd and
+# snmptrap (real SNMP peers for the collector tests). Debian packages.
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -q && apt-get install -y -q kcat)
+	command -v snmpd >/dev/null && command -v snmptrap >/dev/null || \
+	  (apt-get update -q && apt-get install -y -q snmpd snmp)
 	command -v java >/dev/null && command -v mvn >/dev/null || \
 	  (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven)
 

@@ -1,0 +1,59 @@
+"""gNMI Path messages to and from the xpath strings gnmic prints.
+
+The raw gNMI topic carries gnmic's `json` format, so a Path must be printed exactly as gnmic
+prints it (`origin:/elem[key=value]/...`, several keys sorted by name, no leading slash
+without an origin) for railtrace's decoder to read collector and gnmic output alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...proto.gen import gnmi_pb2
+
+
+def to_xpath(path: Any, *, keys: bool = True) -> str:
+    """A gnmi.Path as gnmic writes it; with `keys=False`, element names only."""
+    parts: list[str] = []
+    for elem in path.elem:
+        name = str(elem.name)
+        if keys and elem.key:
+            name += "".join(f"[{k}={elem.key[k]}]" for k in sorted(elem.key))
+        parts.append(name)
+    text = "/".join(parts)
+    return f"{path.origin}:/{text}" if keys and path.origin else text
+
+
+def _split(text: str) -> list[str]:
+    """Split on `/` outside brackets: key values such as `Ethernet1/1` hold slashes."""
+    out: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(depth - 1, 0)
+        elif ch == "/" and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [part for part in out if part]
+
+
+def from_xpath(text: str, *, origin: str = "", target: str = "") -> Any:
+    """An xpath (`/a/b[k=v]/c`) as a gnmi.Path; an element without keys means every entry."""
+    path = gnmi_pb2.Path(origin=origin, target=target)
+    for part in _split(text):
+        name, bracket, rest = part.partition("[")
+        elem = path.elem.add(name=name)
+        if bracket:
+            for pair in rest.rstrip("]").split("]["):
+                key, _, value = pair.partition("=")
+                elem.key[key.strip()] = value.strip()
+    return path
+
+
+def leaf_name(path: Any) -> str:
+    """The last element's name ('' for an empty path)."""
+    return str(path.elem[-1].name) if len(path.elem) else ""

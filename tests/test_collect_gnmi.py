@@ -1,0 +1,301 @@
+"""The gNMI collector against a real gRPC gNMI server (tests/gnmi_server.py) on 127.0.0.1.
+
+Every message the collector emits is decoded with railtrace's own gnmic decoder, so these
+tests prove the collector's output is what the streaming worker understands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+grpc = pytest.importorskip("grpc", reason="grpcio is not installed")
+
+from gnmi_server import Certs, GnmiServer, SwitchState, make_certs  # noqa: E402
+
+from railtrace.collectors.emit import Collected  # noqa: E402
+from railtrace.collectors.gnmi import (  # noqa: E402
+    Backoff,
+    Credentials,
+    GnmiCollector,
+    GnmiTarget,
+    TlsSettings,
+)
+from railtrace.streams.records import Metric  # noqa: E402
+from railtrace.streams.telemetry import decode_message  # noqa: E402
+
+FAST = Backoff(initial_s=0.05, max_s=0.2)
+
+
+def target(name: str, address: str, **kw: Any) -> GnmiTarget:
+    kw.setdefault("insecure", True)
+    return GnmiTarget(
+        name=name, address=address, sample_interval_s=1.0, backoff=FAST, connect_timeout_s=2, **kw
+    )
+
+
+def values(collected: Collected, key: str | None = None) -> list[Any]:
+    out = []
+    for m in collected.on("gnmi"):
+        if key is None or m.key == key.encode():
+            out.extend(decode_message(orjson.loads(m.value)))
+    return out
+
+
+async def until(check: Callable[[], bool], timeout: float = 8.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+async def collect(
+    targets: list[GnmiTarget], check: Callable[[GnmiCollector, Collected], bool]
+) -> tuple[GnmiCollector, Collected]:
+    collected = Collected()
+    collector = GnmiCollector(targets, collected)
+    task = asyncio.create_task(collector.run())
+    try:
+        await until(lambda: check(collector, collected) or task.done())
+        assert not task.done() or check(collector, collected), collector.statuses
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    return collector, collected
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("encodings", [("PROTO",), ("JSON_IETF",), ("JSON",)])
+def test_samples_decode_to_telemetry_values(encodings: tuple[str, ...]) -> None:
+    async def main() -> None:
+        server = await GnmiServer(SwitchState(encodings=encodings)).start()
+        try:
+            # two samples per interface: the initial one and one an interval later
+            collector, collected = await collect(
+                [target("leaf1", server.address)],
+                lambda c, m: server.state.samples >= 2 and len(m.messages) >= 6,
+            )
+        finally:
+            await server.stop()
+        status = collector.statuses["leaf1"]
+        assert status.encoding == encodings[0]
+        assert status.sync_responses == 1
+        sub = server.state.subscribes[0].subscribe
+        assert sub.mode == 0  # STREAM
+        modes = {(s.mode, s.sample_interval) for s in sub.subscription}
+        assert (2, 1_000_000_000) in modes and (1, 0) in modes  # SAMPLE at 1 s, ON_CHANGE
+        got = values(collected, "leaf1")
+        octets = sorted((v.interface, v.value) for v in got if v.metric is Metric.IN_OCTETS)
+        assert octets == [("Ethernet1", 1000), ("Ethernet1", 1100), ("Ethernet2", 2000),
+                          ("Ethernet2", 2100)]  # fmt: skip
+        assert {v.device for v in got} == {"leaf1"}
+        fcs = {(v.interface, v.value) for v in got if v.metric is Metric.IN_FCS_ERRORS}
+        assert ("Ethernet1", 7) in fcs and ("Ethernet1", 8) in fcs
+        status_values = [v for v in got if v.metric is Metric.OPER_STATUS]
+        assert {(v.interface, v.value) for v in status_values} == {
+            ("Ethernet1", "up"),
+            ("Ethernet2", "up"),
+        }
+        # oper-status messages are marked as state changes, counter samples are not
+        for m in collected.on("gnmi"):
+            body = orjson.loads(m.value)
+            is_status = body["updates"][0]["Path"] == "oper-status"
+            assert m.state_change is is_status
+            assert m.ts_ns == body["timestamp"]
+
+    asyncio.run(main())
+
+
+def test_on_change_update_is_streamed() -> None:
+    async def main() -> None:
+        server = await GnmiServer().start()
+
+        def changed(c: GnmiCollector, m: Collected) -> bool:
+            if c.statuses["leaf1"].sync_responses and server.state.oper_status["Ethernet2"] == "UP":
+                server.set_oper_status("Ethernet2", "DOWN")
+            return any(v.metric is Metric.OPER_STATUS and v.value == "down" for v in values(m))
+
+        try:
+            _, collected = await collect([target("leaf1", server.address)], changed)
+        finally:
+            await server.stop()
+        down = [m for m in collected.on("gnmi") if b"DOWN" in m.value]
+        assert down and all(m.state_change for m in down)
+
+    asyncio.run(main())
+
+
+def test_reconnects_after_the_server_drops_the_stream() -> None:
+    async def main() -> None:
+        server = await GnmiServer(SwitchState(drop_after=3)).start()
+        try:
+            collector, collected = await collect(
+                [target("leaf1", server.address)], lambda c, m: server.state.streams >= 3
+            )
+        finally:
+            await server.stop()
+        status = collector.statuses["leaf1"]
+        assert status.connects >= 3 and status.failures >= 2
+        assert "closed the stream" in status.last_error
+        # every stream delivered its first 3 notifications
+        assert len(collected.on("gnmi")) >= 6
+
+    asyncio.run(main())
+
+
+def test_malformed_updates_are_counted_while_good_ones_flow() -> None:
+    async def main() -> None:
+        server = await GnmiServer(SwitchState(malformed=True, encodings=("PROTO",))).start()
+        try:
+            collector, collected = await collect(
+                [target("leaf1", server.address)],
+                lambda c, m: server.state.samples >= 2 and c.statuses["leaf1"].notifications >= 6,
+            )
+        finally:
+            await server.stop()
+        status = collector.statuses["leaf1"]
+        # three bad updates in every counter notification (2 interfaces x >= 2 samples)
+        assert status.malformed_updates >= 12 and status.malformed_updates % 3 == 0
+        assert status.state != "failed" and status.failures == 0
+        got = values(collected)
+        assert {v.interface for v in got if v.metric is Metric.IN_OCTETS} == {
+            "Ethernet1",
+            "Ethernet2",
+        }
+        assert not [v for v in got if v.metric in (Metric.IN_DISCARDS, Metric.IN_ERRORS)]
+
+    asyncio.run(main())
+
+
+def test_a_refusing_target_does_not_stall_a_good_one() -> None:
+    async def main() -> None:
+        server = await GnmiServer().start()
+        dead = f"127.0.0.1:{free_port()}"
+        try:
+            collector, collected = await collect(
+                [target("dead1", dead), target("leaf1", server.address)],
+                lambda c, m: len(values(m, "leaf1")) >= 4 and c.statuses["dead1"].failures >= 2,
+            )
+        finally:
+            await server.stop()
+        dead_status = collector.statuses["dead1"]
+        assert "UNAVAILABLE" in dead_status.last_error
+        assert dead_status.connects == 0
+        assert not [m for m in collected.messages if m.key == b"dead1"]
+
+    asyncio.run(main())
+
+
+def test_capabilities_without_usable_encoding_fail_the_target_clearly() -> None:
+    async def main() -> None:
+        server = await GnmiServer(SwitchState(encodings=("BYTES", "ASCII"))).start()
+        try:
+            collected = Collected()
+            collector = GnmiCollector([target("leaf1", server.address)], collected)
+            statuses = await asyncio.wait_for(collector.run(), 5)
+        finally:
+            await server.stop()
+        status = statuses["leaf1"]
+        assert status.state == "failed"
+        assert "no usable gNMI encoding" in status.last_error
+        assert "BYTES, ASCII" in status.last_error
+        assert server.state.streams == 0 and not collected.messages
+
+    asyncio.run(main())
+
+
+def test_credentials_are_sent_as_metadata() -> None:
+    async def main() -> None:
+        state = SwitchState(username="rt", password="s3cret")
+        server = await GnmiServer(state).start()
+        good = Credentials(username="rt", password="s3cret")  # type: ignore[arg-type]
+        bad = Credentials(username="rt", password="wrong")  # type: ignore[arg-type]
+        try:
+            collector, _ = await collect(
+                [
+                    target("leaf1", server.address, credentials=good),
+                    target("leaf2", server.address, credentials=bad),
+                ],
+                lambda c, m: bool(values(m, "leaf1")) and c.statuses["leaf2"].failures >= 1,
+            )
+        finally:
+            await server.stop()
+        assert "UNAUTHENTICATED" in collector.statuses["leaf2"].last_error
+
+    asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    return make_certs(tmp_path_factory.mktemp("pki"))
+
+
+def test_mutual_tls_with_the_right_ca_streams(certs: Certs) -> None:
+    async def main() -> None:
+        server = await GnmiServer(certs=certs, mtls=True).start()
+        tls = TlsSettings(ca_file=certs.ca, cert_file=certs.client_cert, key_file=certs.client_key)
+        try:
+            _, collected = await collect(
+                [target("leaf1", server.address, insecure=False, tls=tls)],
+                lambda c, m: len(values(m)) >= 4,
+            )
+        finally:
+            await server.stop()
+        assert {v.device for v in values(collected)} == {"leaf1"}
+
+    asyncio.run(main())
+
+
+def test_tls_with_a_wrong_ca_fails_clearly(certs: Certs) -> None:
+    async def main() -> None:
+        server = await GnmiServer(certs=certs).start()
+        wrong = TlsSettings(ca_file=certs.other_ca)
+        try:
+            collector, collected = await collect(
+                [target("leaf1", server.address, insecure=False, tls=wrong)],
+                lambda c, m: c.statuses["leaf1"].failures >= 2,
+            )
+        finally:
+            await server.stop()
+        status = collector.statuses["leaf1"]
+        assert status.connects == 0 and not collected.messages
+        assert "UNAVAILABLE" in status.last_error
+        assert any(w in status.last_error.lower() for w in ("certificate", "handshake", "ssl"))
+
+    asyncio.run(main())
+
+
+def test_missing_tls_file_fails_the_target(tmp_path: Path) -> None:
+    async def main() -> None:
+        tls = TlsSettings(ca_file=tmp_path / "absent.pem")
+        statuses = await asyncio.wait_for(
+            GnmiCollector(
+                [target("leaf1", "127.0.0.1:1", insecure=False, tls=tls)], Collected()
+            ).run(),
+            5,
+        )
+        assert statuses["leaf1"].state == "failed"
+        assert "cannot read TLS CA" in statuses["leaf1"].last_error
+
+    asyncio.run(main())
+
+
+def test_target_config_refuses_plaintext_unless_asked() -> None:
+    with pytest.raises(ValueError, match="insecure"):
+        GnmiTarget(name="leaf1", address="10.0.0.1:6030")
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        GnmiTarget(name="leaf1", address="10.0.0.1:6030", insecure=True, sample_interval_s=0.5)
+    assert GnmiTarget(name="l", address="a:1", insecure=True).sample_interval_ns == 10**10
