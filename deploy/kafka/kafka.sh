@@ -6,6 +6,7 @@
 #   deploy/kafka/kafka.sh start     format fresh storage, start, wait until it answers
 #   deploy/kafka/kafka.sh stop      stop the broker by its PID (SIGTERM, then SIGKILL)
 #   deploy/kafka/kafka.sh restart   stop, then start again on the same storage (data kept)
+#   deploy/kafka/kafka.sh resume    start a stopped broker again on the same storage
 #   deploy/kafka/kafka.sh status    exit 0 when it answers
 #
 # Settings (environment): RAILTRACE_KAFKA_HOME (default .kafka-run/ under the repo),
@@ -60,8 +61,15 @@ start() {
 }
 
 restart() {
-  [ -f "$home/server.properties" ] || { echo "no broker was started here"; exit 1; }
   stop
+  resume
+}
+
+resume() {
+  [ -f "$home/server.properties" ] || { echo "no broker was started here"; exit 1; }
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    echo "kafka already running (pid $(cat "$pidfile"))"; return 0
+  fi
   launch
 }
 
@@ -128,6 +136,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   restart) restart ;;
+  resume) resume ;;
   status) answers ;;
-  *) echo "usage: $0 fetch|start|stop|restart|status" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|start|stop|restart|resume|status" >&2; exit 2 ;;
 esac

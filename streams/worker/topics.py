@@ -47,6 +47,15 @@ RAW_LOGS = TopicSpec(
     7 * DAY_MS,
     "raw NCCL / PyTorch / kernel log lines",
 )
+RAW_NODE_EVENTS = TopicSpec(
+    "raw.node-events.v1",
+    "node (host) name",
+    '{"v": 1, "kind": "xid"|"release", "node", "ts_ns", "quarantined", "decision", ...}: a '
+    "kernel Xid seen by `railtrace collect xid` and the quarantine decision it led to "
+    "(railtrace/collectors/hosts/nodeevents.py)",
+    30 * DAY_MS,
+    "GPU Xid events and quarantine decisions, per node",
+)
 LINK_SAMPLES = TopicSpec(
     "link-samples.v2",
     "none: each message holds the samples of the links that the default partitioner puts in "
@@ -98,6 +107,7 @@ ALL = (
     RAW_GNMI,
     RAW_SNMP,
     RAW_LOGS,
+    RAW_NODE_EVENTS,
     LINK_SAMPLES,
     LINK_EVENTS,
     JOB_FACTS,

@@ -1,0 +1,131 @@
+"""Delivery of collected messages through the disk spool to the real broker, including while
+the broker is stopped under load."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from kafka_support import BOOTSTRAP, require_broker
+
+from railtrace.collectors.delivery import Delivery
+from railtrace.collectors.emit import Outgoing
+from railtrace.collectors.spool import Spool
+from railtrace.settings import KafkaSettings
+from railtrace.streams.worker import kafka, topics
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _message(n: int) -> Outgoing:
+    key = f"leaf{n % 5}".encode()
+    if n % 50 == 0:
+        return Outgoing("snmp", key, b"trap %d" % n, state_change=True, ts_ns=n * 10**6)
+    return Outgoing("gnmi", key, b"sample %d" % n, ts_ns=n * 10**6)
+
+
+async def _received(settings: KafkaSettings) -> dict[tuple[str, bytes], list[bytes]]:
+    """Every message on the raw gNMI and SNMP topics, by (stream, key), in partition order."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        out: dict[tuple[str, bytes], list[bytes]] = defaultdict(list)
+        for stream, spec in (("gnmi", topics.RAW_GNMI), ("snmp", topics.RAW_SNMP)):
+            name = topics.name(settings.topic_prefix, spec)
+            tps = [TopicPartition(name, p) for p in range(settings.partitions)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    for r in records:
+                        out[(stream, r.key or b"")].append(r.value or b"")
+        return out
+    finally:
+        await consumer.stop()
+
+
+def _expected(sent: list[Outgoing]) -> dict[tuple[str, bytes], list[bytes]]:
+    out: dict[tuple[str, bytes], list[bytes]] = defaultdict(list)
+    for m in sent:
+        out[(m.stream, m.key)].append(m.value)
+    return out
+
+
+def _without_repeats(values: list[bytes]) -> list[bytes]:
+    """At-least-once: a batch resent after a lost acknowledgement repeats a run of values."""
+    seen: set[bytes] = set()
+    return [v for v in values if not (v in seen or seen.add(v))]
+
+
+async def _until(check: object, timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():  # type: ignore[operator]
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+def test_collected_messages_reach_their_raw_topics_in_order(tmp_path: Path) -> None:
+    require_broker()
+    settings = KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"d{uuid.uuid4().hex[:8]}")
+
+    async def go() -> dict[tuple[str, bytes], list[bytes]]:
+        await kafka.ensure_topics(settings)
+        delivery = Delivery(settings, Spool(tmp_path / "spool", max_bytes=10**8))
+        task = asyncio.create_task(delivery.run())
+        try:
+            for n in range(3000):
+                await delivery(_message(n))
+            await _until(delivery.spool.empty, 60)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        return await _received(settings)
+
+    got = asyncio.run(go())
+    assert got == _expected([_message(n) for n in range(3000)])
+
+
+def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
+    require_broker()
+    if os.environ.get("RAILTRACE_TEST_KAFKA"):
+        pytest.skip("the broker under test is not ours to stop")
+    kafka_sh = str(ROOT / "deploy" / "kafka" / "kafka.sh")
+    settings = KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"d{uuid.uuid4().hex[:8]}")
+    sent = [_message(n) for n in range(6000)]
+
+    async def go() -> tuple[dict[tuple[str, bytes], list[bytes]], Delivery]:
+        await kafka.ensure_topics(settings)
+        delivery = Delivery(settings, Spool(tmp_path / "spool", max_bytes=10**8))
+        task = asyncio.create_task(delivery.run())
+        try:
+            for m in sent[:2000]:
+                await delivery(m)
+            await _until(delivery.spool.empty, 60)
+            stopped = await asyncio.to_thread(
+                subprocess.run, [kafka_sh, "stop"], capture_output=True, check=True
+            )
+            assert stopped.returncode == 0
+            for m in sent[2000:]:  # the collector keeps emitting: nothing blocks
+                await delivery(m)
+                await asyncio.sleep(0)
+            await _until(lambda: delivery.counters["send_failures"] > 0, 60)
+            assert not delivery.spool.empty()
+            await asyncio.to_thread(
+                subprocess.run, [kafka_sh, "resume"], capture_output=True, check=True
+            )
+            await _until(delivery.spool.empty, 120)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        return await _received(settings), delivery
+
+    got, delivery = asyncio.run(go())
+    assert {k: _without_repeats(v) for k, v in got.items()} == _expected(sent)
+    assert delivery.spool.dropped.total() == 0
