@@ -561,5 +561,48 @@ def _say_truth(truth: dict[str, object]) -> None:
         console.print("Simulated fault: none (only unrelated anomalies on idle links)")
 
 
+collect_app = typer.Typer(
+    help="Gather inputs onto the raw Kafka topics: one collector role per process, configured "
+    "in the `collect` section of the settings file (--config); a disk spool covers broker "
+    "outages.",
+    no_args_is_help=True,
+)
+app.add_typer(collect_app, name="collect")
+
+
+def _run_collector(ctx: typer.Context, role: str) -> None:
+    from railtrace.collectors import run
+
+    settings: Settings = ctx.obj
+    try:
+        run.run(settings, role)
+    except (OSError, ValueError) as exc:
+        raise _fail(f"collect {role}: {exc}") from exc
+
+
+@collect_app.command("gnmi")
+def collect_gnmi(ctx: typer.Context) -> None:
+    """Subscribe to every switch of `collect.gnmi` (gNMI dial-in, SAMPLE and ON_CHANGE)."""
+    _run_collector(ctx, "gnmi")
+
+
+@collect_app.command("snmp")
+def collect_snmp(ctx: typer.Context) -> None:
+    """Poll the `collect.snmp` targets (GETBULK, v2c/v3) and receive linkDown/linkUp traps."""
+    _run_collector(ctx, "snmp")
+
+
+@collect_app.command("logs")
+def collect_logs(ctx: typer.Context) -> None:
+    """Follow this host's NCCL/PyTorch log files (`collect.logs.paths`), through rotation."""
+    _run_collector(ctx, "logs")
+
+
+@collect_app.command("xid")
+def collect_xid(ctx: typer.Context) -> None:
+    """Watch this host's kernel log for GPU Xid errors and apply the quarantine policy."""
+    _run_collector(ctx, "xid")
+
+
 def main() -> None:
     app()

@@ -20,6 +20,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from railtrace.collectors.gnmi.config import GnmiTarget
+from railtrace.collectors.hosts.config import LogScraperConfig, XidScraperConfig
+from railtrace.collectors.snmp.config import SnmpCollectorConfig
+
 
 class StoreSettings(BaseModel):
     """Where verdicts and telemetry are kept.
@@ -87,6 +91,20 @@ class WorkerSettings(BaseModel):
     data_dir: Path = Path("railtrace-worker")
 
 
+class CollectSettings(BaseModel):
+    """`railtrace collect ...`: what each collector gathers, and the spool in front of Kafka
+    (one folder per collector role under `spool_dir`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spool_dir: Path = Path("railtrace-spool")
+    spool_max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    gnmi: list[GnmiTarget] = Field(default_factory=list)
+    snmp: SnmpCollectorConfig = Field(default_factory=SnmpCollectorConfig)
+    logs: LogScraperConfig = Field(default_factory=LogScraperConfig)
+    xid: XidScraperConfig = Field(default_factory=XidScraperConfig)
+
+
 class AttributionSettings(BaseModel):
     """Knobs of the attribution; the defaults are what the accuracy benchmark was run with."""
 
@@ -111,6 +129,7 @@ class Settings(BaseSettings):
     attribution: AttributionSettings = AttributionSettings()
     kafka: KafkaSettings = KafkaSettings()
     worker: WorkerSettings = WorkerSettings()
+    collect: CollectSettings = CollectSettings()
     log_level: str = "INFO"
     log_json: bool = False
 

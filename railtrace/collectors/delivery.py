@@ -49,6 +49,7 @@ class Delivery:
         self._topics = {s: topics.name(settings.topic_prefix, spec) for s, spec in STREAMS.items()}
         self._wake = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
+        self._topics_checked = False
 
     async def __call__(self, message: Outgoing) -> None:
         if message.stream not in self._topics:
@@ -121,6 +122,14 @@ class Delivery:
                 raise
             self._producer = producer
             log.info("kafka connected", extra={"bootstrap": self.settings.bootstrap_servers})
+            if not self._topics_checked:
+                # A broker that does not create topics on first use would leave every send
+                # waiting for metadata; a principal that may not create them is told so.
+                try:
+                    await kafka.ensure_topics(self.settings)
+                except (KafkaError, OSError) as exc:
+                    log.warning("could not create topics", extra={"error": repr(exc)})
+                self._topics_checked = True
         return self._producer
 
     async def _drop_producer(self) -> None:
