@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "railtrace.topology.cabling",
     "railtrace.topology.fabric",
+    "railtrace.topology.lldp",
     "railtrace.topology.paths",
     "railtrace.topology.reference",
     "railtrace.streams.attribution.scoring",
