@@ -239,3 +239,19 @@ def test_a_damaged_checkpoint_is_counted_and_its_device_starts_afresh(
 
 def test_metric_names_on_the_wire_are_the_enum_values() -> None:
     assert orjson.dumps([Metric.IN_OCTETS]) == b'["in_octets"]'
+
+
+def test_two_collector_replicas_sending_the_same_notifications_double_nothing(
+    links: PortLinks,
+) -> None:
+    """Two gNMI collectors subscribed to the same switches send the same notifications (the
+    switch stamps them); the second copy of each must add no sample and no event."""
+    records = _stream(links)
+    once = _flat(_fold(DeviceStates(links, PARTITIONS), records))
+    doubled, offsets = [], dict.fromkeys(LEAVES, 0)
+    for r in records:
+        for _ in range(2):
+            leaf = (r.key or b"").decode()
+            doubled.append(r._replace(offset=offsets[leaf]))
+            offsets[leaf] += 1
+    assert _flat(_fold(DeviceStates(links, PARTITIONS), doubled)) == once
