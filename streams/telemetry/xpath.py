@@ -37,7 +37,7 @@ class ParsedPath:
     parent: str
 
 
-def _split_elements(path: str) -> list[str]:
+def split_elements(path: str) -> list[str]:
     """Split on `/` outside `[...]`, since key values such as `Ethernet1/1` contain slashes."""
     if "[" not in path:
         return path.split("/")
@@ -61,7 +61,7 @@ def parse_xpath(path: str) -> ParsedPath:
     """Reduce a gnmic path string to its table key, its list keys and its last two elements."""
     names: list[str] = []
     tags: list[tuple[str, str]] = []
-    for element in _split_elements(path):
+    for element in split_elements(path):
         name, bracket, keys = element.partition("[")
         name = name.rpartition(":")[2]  # `openconfig-qos:queue` -> `queue`, `openconfig:` -> ""
         if bracket:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from railtrace.streams.telemetry.xpath import split_elements
+
 from ...proto.gen import gnmi_pb2
 
 
@@ -24,27 +26,10 @@ def to_xpath(path: Any, *, keys: bool = True) -> str:
     return f"{path.origin}:/{text}" if keys and path.origin else text
 
 
-def _split(text: str) -> list[str]:
-    """Split on `/` outside brackets: key values such as `Ethernet1/1` hold slashes."""
-    out: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(depth - 1, 0)
-        elif ch == "/" and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [part for part in out if part]
-
-
 def from_xpath(text: str, *, origin: str = "", target: str = "") -> Any:
     """An xpath (`/a/b[k=v]/c`) as a gnmi.Path; an element without keys means every entry."""
     path = gnmi_pb2.Path(origin=origin, target=target)
-    for part in _split(text):
+    for part in filter(None, split_elements(text)):
         name, bracket, rest = part.partition("[")
         elem = path.elem.add(name=name)
         if bracket:
