@@ -60,7 +60,3 @@ class SnapshotCache(Generic[T]):
     def save(self, keys: Iterable[bytes]) -> None:
         for key in keys:
             self._table[key] = orjson.dumps(self._snapshot(self._live[key]))
-
-    def forget(self, keys: Iterable[bytes]) -> None:
-        for key in keys:
-            self._live.pop(key, None)
