@@ -6,7 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from railtrace import __version__
-from railtrace.api.routes import health, jobs
+from railtrace.api.routes import health, jobs, topology
 from railtrace.store import Store, StoreError
 
 
@@ -26,4 +26,5 @@ def create_app(store: Store) -> FastAPI:
     app.add_exception_handler(StoreError, _store_unavailable)
     app.include_router(health.router)
     app.include_router(jobs.router)
+    app.include_router(topology.router)
     return app

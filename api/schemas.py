@@ -10,12 +10,13 @@ nanoseconds railtrace computes with, for programs.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
 from railtrace.store import JobSummary
 from railtrace.streams.records import (
+    CablingEvent,
     Candidate,
     CauseKind,
     Endpoint,
@@ -228,3 +229,37 @@ class JobListOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: Literal["ok", "ready"]
+
+
+DifferenceKind = Literal["miswired", "unexpected", "missing"]
+
+
+class CablingDifferenceOut(BaseModel):
+    device: str = Field(description="The device whose LLDP table shows the difference.")
+    interface: str
+    kind: DifferenceKind
+    planned: EndpointOut | None = Field(description="The far end cables.csv names, if any.")
+    seen: EndpointOut | None = Field(description="The far end LLDP names, if any.")
+    detail: str
+    since: str = Field(description="When the difference was reported (ISO-8601 UTC).")
+    since_ns: int
+
+    @classmethod
+    def from_record(cls, e: CablingEvent) -> CablingDifferenceOut:
+        return cls(
+            device=e.device,
+            interface=e.interface,
+            kind=cast(DifferenceKind, e.kind.value),  # `resolved` rows never reach here
+            planned=None if e.planned is None else EndpointOut.from_record(e.planned),
+            seen=None if e.seen is None else EndpointOut.from_record(e.seen),
+            detail=e.detail,
+            since=iso_utc(e.ts_ns),
+            since_ns=e.ts_ns,
+        )
+
+
+class CablingOut(BaseModel):
+    differences: list[CablingDifferenceOut]
+    device: str | None
+    limit: int
+    offset: int

@@ -89,6 +89,9 @@ class WorkerSettings(BaseModel):
     # Two live processes must never share one.
     instance_id: str | None = Field(default=None, min_length=1, max_length=200)
     data_dir: Path = Path("railtrace-worker")
+    # How long (in the switch's own time) an LLDP difference from cables.csv must hold before
+    # it is reported: a neighbour arrives leaf by leaf and a table fills over a few updates.
+    lldp_settle_s: float = Field(default=30.0, ge=0)
 
 
 class CollectSettings(BaseModel):

@@ -318,6 +318,28 @@ class Endpoint:
     interface: str
 
 
+class CablingKind(StrEnum):
+    """How a port's cabling, as its LLDP neighbour shows it, stands against `cables.csv`."""
+
+    MISWIRED = "miswired"  # a planned cable, but LLDP names another far end
+    UNEXPECTED = "unexpected"  # a neighbour on a port the plan leaves empty
+    MISSING = "missing"  # a planned cable, no neighbour seen
+    RESOLVED = "resolved"  # a difference reported earlier is gone: cabled as planned again
+
+
+@dataclass(frozen=True, slots=True)
+class CablingEvent:
+    """A port's cabling started or stopped differing from the plan, as seen from `device`."""
+
+    ts_ns: int
+    device: str
+    interface: str
+    kind: CablingKind
+    planned: Endpoint | None
+    seen: Endpoint | None
+    detail: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class LinkRef:
     """A cable of the plan, by its stable id and both ends."""

@@ -37,6 +37,8 @@ class SwitchState:
     username: str | None = None
     password: str | None = None
     oper_status: dict[str, str] = field(default_factory=lambda: dict.fromkeys(INTERFACES, "UP"))
+    # interface -> (neighbour system-name, port-id) as openconfig-lldp reports it
+    lldp: dict[str, tuple[str, str]] = field(default_factory=dict)
     subscribes: list[Any] = field(default_factory=list)
     streams: int = 0
     samples: int = 0
@@ -130,6 +132,23 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
             ],
         )
 
+    def _neighbour(self, name: str) -> Any:
+        """The interface's LLDP neighbour as an update, or its removal as a delete."""
+        entry = _path(f"lldp/interfaces/interface[name={name}]/neighbors/neighbor[id=1]")
+        far = self.state.lldp.get(name)
+        if far is None:
+            return gnmi_pb2.Notification(timestamp=time.time_ns(), delete=[entry])
+        return gnmi_pb2.Notification(
+            timestamp=time.time_ns(),
+            prefix=entry,
+            update=[
+                gnmi_pb2.Update(
+                    path=_path(f"state/{leaf}"), val=gnmi_pb2.TypedValue(string_val=value)
+                )
+                for leaf, value in zip(("system-name", "port-id"), far, strict=True)
+            ],
+        )
+
     async def Subscribe(self, request_iterator: Any, context: Any) -> Any:  # noqa: N802
         if not self._authorize(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "bad credentials")
@@ -143,6 +162,7 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
             _elems(s.path).startswith("interfaces/interface/state/counters") for s in sample
         )
         wants_status = any(_elems(s.path).endswith("oper-status") for s in on_change)
+        wants_lldp = any(_elems(s.path).startswith("lldp/") for s in on_change)
         interval_s = min((s.sample_interval for s in sample), default=10**9) / 1e9
         sent = 0
 
@@ -165,6 +185,10 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
             for name in INTERFACES:
                 if not await send(self._status(name)):
                     return
+        if wants_lldp:
+            for name in sorted(self.state.lldp):
+                if not await send(self._neighbour(name)):
+                    return
         await context.write(gnmi_pb2.SubscribeResponse(sync_response=True))
         next_sample = time.monotonic() + interval_s
         while budget():
@@ -179,7 +203,10 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
                         if not await send(n):
                             return
                 continue
-            if wants_status and not await send(self._status(changed)):
+            if changed.startswith("lldp:"):
+                if wants_lldp and not await send(self._neighbour(changed[5:])):
+                    return
+            elif wants_status and not await send(self._status(changed)):
                 return
 
 
@@ -277,3 +304,11 @@ class GnmiServer:
     def set_oper_status(self, interface: str, status: str) -> None:
         self.state.oper_status[interface] = status
         self.state.changes.put_nowait(interface)
+
+    def set_neighbour(self, interface: str, far: tuple[str, str] | None) -> None:
+        """Plug `interface` into `far` (system-name, port-id), or unplug it with None."""
+        if far is None:
+            self.state.lldp.pop(interface, None)
+        else:
+            self.state.lldp[interface] = far
+        self.state.changes.put_nowait(f"lldp:{interface}")

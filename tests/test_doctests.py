@@ -12,6 +12,7 @@ MODULES = [
     "railtrace.topology.paths",
     "railtrace.topology.reference",
     "railtrace.streams.attribution.scoring",
+    "railtrace.streams.telemetry.lldp",
 ]
 
 

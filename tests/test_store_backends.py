@@ -20,7 +20,7 @@ import store_samples as s
 from railtrace.store import StoreError
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.sql_store import SqlStore
-from railtrace.streams.records import JobState
+from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, JobState
 
 SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 
@@ -83,7 +83,8 @@ def raw_count(store: SqlStore, table: str) -> int:
 def test_migrate_is_idempotent_and_creates_every_table(store: SqlStore) -> None:
     store.migrate()
     store.ping()
-    for table in ("link_samples", "link_events", "job_facts", "verdicts", "dead_letters"):
+    tables = ("link_samples", "link_events", "cabling_events", "job_facts", "verdicts")
+    for table in (*tables, "dead_letters"):
         assert store.count(table) == 0
 
 
@@ -306,3 +307,30 @@ def test_a_job_fact_redelivered_is_one_row(store: SqlStore) -> None:
     store.write_job_facts(facts)
     store.write_job_facts(facts[:1])  # a different block: not dropped by its token, merged by key
     assert store.count("job_facts") == len(facts)
+
+
+def _cabling(ts: int, device: str, interface: str, kind: CablingKind) -> CablingEvent:
+    planned = Endpoint("hgx-01", "mlx5_0")
+    seen = (
+        None
+        if kind in (CablingKind.MISSING, CablingKind.RESOLVED)
+        else Endpoint("hgx-02", "mlx5_0")
+    )
+    return CablingEvent(ts, device, interface, kind, planned, seen, f"{interface} {kind}")
+
+
+def test_cabling_differences_are_each_ports_latest_event_unless_resolved(store: SqlStore) -> None:
+    t = 1_780_000_000 * 10**9
+    events = [
+        _cabling(t, "leaf1", "swp1", CablingKind.MISWIRED),
+        _cabling(t, "leaf1", "swp2", CablingKind.MISSING),
+        _cabling(t + 5, "leaf1", "swp2", CablingKind.RESOLVED),
+        _cabling(t + 1, "leaf2", "swp7", CablingKind.MISSING),
+        _cabling(t + 9, "leaf2", "swp7", CablingKind.MISWIRED),
+    ]
+    store.write_cabling_events(events)
+    store.write_cabling_events(events[:1])  # redelivered
+    assert store.cabling_differences() == [events[0], events[4]]
+    assert store.cabling_differences(device="leaf2") == [events[4]]
+    assert store.cabling_differences(limit=1, offset=1) == [events[4]]
+    assert store.cabling_differences(device="leaf9") == []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from railtrace.streams.records import Endpoint
+from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import rail_optimized
-from railtrace.topology.lldp import CablingDifference, Difference, Neighbour, check_cabling
+from railtrace.topology.lldp import CablingDifference, Neighbour, check_cabling
 
 PLAN = rail_optimized(64).plan
 
@@ -32,8 +32,8 @@ def test_two_nics_swapped_between_rails_are_miswired_on_both_leaves() -> None:
     seen += [Neighbour(leaf_of[nic0], nic1), Neighbour(leaf_of[nic1], nic0)]
     assert check_cabling(PLAN, seen, _switches()) == sorted(
         [
-            CablingDifference(leaf_of[nic0], Difference.MISWIRED, nic0, nic1),
-            CablingDifference(leaf_of[nic1], Difference.MISWIRED, nic1, nic0),
+            CablingDifference(leaf_of[nic0], CablingKind.MISWIRED, nic0, nic1),
+            CablingDifference(leaf_of[nic1], CablingKind.MISWIRED, nic1, nic0),
         ]
     )
 
@@ -47,11 +47,11 @@ def test_a_neighbour_on_an_unplanned_port_is_unexpected_and_a_dark_port_missing(
     diffs = check_cabling(PLAN, seen, _switches())
     assert diffs == sorted(
         [
-            CablingDifference(spare, Difference.UNEXPECTED, None, stranger),
-            CablingDifference(dark.local, Difference.MISSING, dark.remote, None),
+            CablingDifference(spare, CablingKind.UNEXPECTED, None, stranger),
+            CablingDifference(dark.local, CablingKind.MISSING, dark.remote, None),
         ]
     )
-    (unexpected,) = [d for d in diffs if d.kind is Difference.UNEXPECTED]
+    (unexpected,) = [d for d in diffs if d.kind is CablingKind.UNEXPECTED]
     assert unexpected.describe() == (
         f"{spare.device}:swp99 has no cable in the plan but LLDP sees hgx-lab-01:mlx5_0"
     )
@@ -64,4 +64,4 @@ def test_silence_from_a_device_that_reports_no_lldp_is_not_called_missing() -> N
     assert check_cabling(PLAN, seen, _switches() - {leaf}) == []
     missing = check_cabling(PLAN, seen, _switches())
     assert missing and {d.port.device for d in missing} == {leaf}
-    assert {d.kind for d in missing} == {Difference.MISSING}
+    assert {d.kind for d in missing} == {CablingKind.MISSING}

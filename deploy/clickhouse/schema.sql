@@ -4,12 +4,12 @@
 -- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
 -- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
--- job facts, verdicts and dead letters 12 months.
+-- cabling events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job) and link_events (one per device, interface, kind,
--- ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes of its last
--- non_replicated_deduplication_window insert blocks so that a retried identical batch is
--- dropped.
+-- Idempotent writes: verdicts (one per job), link_events and cabling_events (one per device,
+-- interface, kind, ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes
+-- of its last non_replicated_deduplication_window insert blocks so that a retried identical
+-- batch is dropped.
 
 CREATE DATABASE IF NOT EXISTS railtrace;
 
@@ -50,6 +50,24 @@ ORDER BY (device, interface, kind, ts)
 TTL inserted_at + INTERVAL 12 MONTH
 SETTINGS non_replicated_deduplication_window = 1000
 COMMENT 'link anomalies and state changes; one row per (device, interface, kind, ts)';
+
+-- cabling_events: ports whose LLDP neighbour differs from cables.csv, and when that stopped
+CREATE TABLE IF NOT EXISTS railtrace.cabling_events
+(
+    ts DateTime64(9, 'UTC'),
+    device LowCardinality(String),
+    interface LowCardinality(String),
+    kind LowCardinality(String),
+    planned String COMMENT 'device:interface; empty if none',
+    seen String COMMENT 'device:interface; empty if none',
+    detail String,
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (device, interface, ts, kind)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000
+COMMENT 'ports whose LLDP neighbour differs from cables.csv, and when that stopped';
 
 -- job_facts: facts parsed from NCCL, PyTorch and kernel logs, with the line they came from
 CREATE TABLE IF NOT EXISTS railtrace.job_facts

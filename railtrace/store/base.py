@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from railtrace.streams.records import (
+    CablingEvent,
     CauseKind,
     DeadLetter,
     JobFact,
@@ -75,6 +76,8 @@ class Store(Protocol):
 
     def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None: ...
 
+    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
+
     def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
 
     def write_verdicts(
@@ -94,6 +97,13 @@ class Store(Protocol):
         ...
 
     def get_verdict(self, job_id: str) -> Verdict | None: ...
+
+    def cabling_differences(
+        self, device: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[CablingEvent]:
+        """The ports whose latest cabling event is a difference (not `resolved`), by device
+        and interface."""
+        ...
 
     def count(self, table: str) -> int:
         """Rows in `table`; one per key for the ReplacingMergeTree tables."""

@@ -18,9 +18,11 @@ import pyarrow as pa
 from railtrace.store.schema import TABLES_BY_NAME, Table
 from railtrace.store.verdict_codec import encode_verdict
 from railtrace.streams.records import (
+    CablingEvent,
     ChannelEdge,
     CollectiveTimeout,
     DeadLetter,
+    Endpoint,
     InitComplete,
     JobFact,
     LinkEvent,
@@ -90,6 +92,25 @@ def link_events(rows: Sequence[tuple[LinkEvent, str]]) -> pa.Table:
             "kind": [e.kind for e, _ in rows],
             "value": [e.value for e, _ in rows],
             "detail": [e.detail for e, _ in rows],
+        },
+    )
+
+
+def _end(end: Endpoint | None) -> str:
+    return "" if end is None else f"{end.device}:{end.interface}"
+
+
+def cabling_events(rows: Sequence[CablingEvent]) -> pa.Table:
+    return _table(
+        "cabling_events",
+        {
+            "ts": [e.ts_ns for e in rows],
+            "device": [e.device for e in rows],
+            "interface": [e.interface for e in rows],
+            "kind": [e.kind for e in rows],
+            "planned": [_end(e.planned) for e in rows],
+            "seen": [_end(e.seen) for e in rows],
+            "detail": [e.detail for e in rows],
         },
     )
 

@@ -167,6 +167,24 @@ TABLES: tuple[Table, ...] = (
         settings=_settings(drop_parts=False),
     ),
     Table(
+        name="cabling_events",
+        comment="ports whose LLDP neighbour differs from cables.csv, and when that stopped",
+        columns=(
+            Column("ts", _TS, _TS_ARROW),
+            Column("device", "LowCardinality(String)", pa.string()),
+            Column("interface", "LowCardinality(String)", pa.string()),
+            Column("kind", "LowCardinality(String)", pa.string()),
+            Column("planned", "String", pa.string(), comment="device:interface; empty if none"),
+            Column("seen", "String", pa.string(), comment="device:interface; empty if none"),
+            Column("detail", "String", pa.string()),
+            _inserted_at(),
+        ),
+        engine="ReplacingMergeTree",
+        order_by=("device", "interface", "ts", "kind"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=False),
+    ),
+    Table(
         name="job_facts",
         comment="facts parsed from NCCL, PyTorch and kernel logs, with the line they came from",
         columns=(
@@ -237,12 +255,12 @@ _HEADER = """\
 -- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
 -- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
--- job facts, verdicts and dead letters 12 months.
+-- cabling events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job) and link_events (one per device, interface, kind,
--- ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes of its last
--- non_replicated_deduplication_window insert blocks so that a retried identical batch is
--- dropped.
+-- Idempotent writes: verdicts (one per job), link_events and cabling_events (one per device,
+-- interface, kind, ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes
+-- of its last non_replicated_deduplication_window insert blocks so that a retried identical
+-- batch is dropped.
 """
 
 

@@ -27,8 +27,11 @@ from railtrace.store.schema import (
 )
 from railtrace.store.verdict_codec import decode_verdict
 from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
     CauseKind,
     DeadLetter,
+    Endpoint,
     JobFact,
     JobState,
     LinkEvent,
@@ -57,6 +60,20 @@ ORDER BY updated_at DESC, job_id
 LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
 
 _VERDICT_SQL = "SELECT payload FROM {verdicts} FINAL WHERE job_id = {{job_id:String}}"
+
+# A port's state is its latest event; ties in `ts` cannot occur for one port (see
+# topology.lldp.CablingWatch), and a duplicate row only repeats the same latest event.
+_CABLING_SQL = """\
+SELECT device, interface,
+       argMax(kind, ts) AS last_kind, argMax(planned, ts) AS planned_end,
+       argMax(seen, ts) AS seen_end, argMax(detail, ts) AS last_detail,
+       toUnixTimestamp64Nano(max(ts)) AS ts_ns
+FROM {cabling}
+{where}
+GROUP BY device, interface
+HAVING last_kind != 'resolved'
+ORDER BY device, interface
+LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
 
 _PING_SQL = "SELECT name FROM system.tables WHERE database = {database:String}"
 
@@ -115,6 +132,9 @@ class SqlStore(ABC):
 
     def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None:
         self._write("link_events", rows, to_arrow.link_events)
+
+    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None:
+        self._write("cabling_events", rows, to_arrow.cabling_events)
 
     def write_job_facts(self, rows: Sequence[JobFact]) -> None:
         self._write("job_facts", rows, to_arrow.job_facts)
@@ -184,6 +204,29 @@ class SqlStore(ABC):
         payloads = self.select(sql, {"job_id": job_id}).column("payload").to_pylist()
         return decode_verdict(payloads[0]) if payloads else None
 
+    def cabling_differences(
+        self, device: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[CablingEvent]:
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be >= 0, got {limit}, {offset}")
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        where = ""
+        if device is not None:
+            where, params["device"] = "WHERE device = {device:String}", device
+        sql = _CABLING_SQL.format(cabling=self._name("cabling_events"), where=where)
+        return [
+            CablingEvent(
+                r["ts_ns"],
+                r["device"],
+                r["interface"],
+                CablingKind(r["last_kind"]),
+                _endpoint(r["planned_end"]),
+                _endpoint(r["seen_end"]),
+                r["last_detail"],
+            )
+            for r in self.select(sql, params).to_pylist()
+        ]
+
     def count(self, table: str) -> int:
         spec = TABLES_BY_NAME.get(table)
         if spec is None:
@@ -206,3 +249,11 @@ class SqlStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _endpoint(text: str) -> Endpoint | None:
+    """`device:interface` as the cabling table stores it; device names hold no colon."""
+    if not text:
+        return None
+    device, _, interface = text.partition(":")
+    return Endpoint(device, interface)

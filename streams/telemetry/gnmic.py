@@ -23,9 +23,17 @@ import orjson
 from ..records import DeadLetter, TelemetryValue
 from .framing import MAX_RAW_BYTES, is_event, iter_messages
 from .leaves import KEY_LEAVES, Leaves, keyed_path
+from .lldp import LldpUpdate
 from .xpath import device_of
 
-__all__ = ["DecodeError", "DecodeStats", "GnmicDecoder", "decode_message", "iter_messages"]
+__all__ = [
+    "DecodeError",
+    "DecodeStats",
+    "GnmicDecoder",
+    "decode_message",
+    "decode_with_lldp",
+    "iter_messages",
+]
 
 #: DeadLetters kept in DecodeStats; later ones are counted only.
 MAX_DEAD_LETTERS = 1000
@@ -109,7 +117,18 @@ def _decode_event(event: Any) -> Leaves:
     leaves = Leaves(_timestamp(event.get("timestamp")), _device(tags.get("source")), tags)
     for key, value in values.items():
         leaves.add(_event_path(key, values) if "." in key else key, value)
+    _deletes(leaves, event.get("deletes"), "")
     return leaves
+
+
+def _deletes(leaves: Leaves, deletes: Any, base: str) -> None:
+    if deletes is None:
+        return
+    if not isinstance(deletes, list):
+        raise DecodeError("deletes is not a list")
+    for path in deletes:
+        if isinstance(path, str):
+            leaves.delete(base + path.lstrip("/") if base else path)
 
 
 def _decode_notification(message: dict[str, Any]) -> Leaves:
@@ -128,7 +147,20 @@ def _decode_notification(message: dict[str, Any]) -> Leaves:
             # `Path` keeps the list keys that the `values` key drops; both are relative to prefix.
             path = update_path if isinstance(update_path, str) and len(values) == 1 else key
             leaves.add(base + path.lstrip("/") if base else path, value)
+    _deletes(leaves, message.get("deletes"), base)
     return leaves
+
+
+def _parts(message: Any) -> list[Leaves]:
+    if isinstance(message, list):
+        return [_decode_event(event) for event in message]
+    if not isinstance(message, dict):
+        raise DecodeError(f"message is a JSON {type(message).__name__}, not an object or array")
+    if "sync-response" in message or (message and message.keys() <= _EXTENSIONS_ONLY):
+        return []
+    if is_event(message):
+        return [_decode_event(message)]
+    return [_decode_notification(message)]
 
 
 def decode_message(message: Any, stats: DecodeStats | None = None) -> list[TelemetryValue]:
@@ -138,16 +170,22 @@ def decode_message(message: Any, stats: DecodeStats | None = None) -> list[Telem
     DecodeError for a malformed message; nothing of it is kept or counted then. Leaves
     railtrace has no use for are counted in `stats`, if given.
     """
-    if isinstance(message, list):
-        parts = [_decode_event(event) for event in message]
-    elif not isinstance(message, dict):
-        raise DecodeError(f"message is a JSON {type(message).__name__}, not an object or array")
-    elif "sync-response" in message or (message and message.keys() <= _EXTENSIONS_ONLY):
-        return []
-    elif is_event(message):
-        parts = [_decode_event(message)]
-    else:
-        parts = [_decode_notification(message)]
+    return _values(_parts(message), stats)
+
+
+def decode_with_lldp(message: Any) -> tuple[list[TelemetryValue], list[LldpUpdate]]:
+    """The TelemetryValues of one gnmic message and the LLDP neighbour news in it, from one
+    walk of the message; DecodeError as for `decode_message`."""
+    parts = _parts(message)
+    updates = [
+        LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
+        for p in parts
+        if p.lldp or p.lldp_deletes
+    ]
+    return _values(parts, None), updates
+
+
+def _values(parts: list[Leaves], stats: DecodeStats | None) -> list[TelemetryValue]:
     out: list[TelemetryValue] = []
     for part in parts:
         out.extend(part.out)

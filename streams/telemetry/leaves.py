@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..records import COUNTER_METRICS, Metric, TelemetryValue
+from .lldp import LldpLeaf, deleted_neighbours, neighbour_leaf
 from .paths import Entry, lookup
 from .values import convert, is_typed
 from .xpath import PATH_CACHE_SIZE, parse_xpath
@@ -68,6 +69,9 @@ class Leaves:
         self.unknown = 0
         self.unattributed = 0
         self.bad = 0
+        # LLDP neighbours ride along in the same notifications (see `lldp`); rare, so lazy.
+        self.lldp: list[LldpLeaf] | None = None
+        self.lldp_deletes: list[tuple[str | None, str | None]] | None = None
 
     def add(self, path: str, value: Any) -> None:
         """Add the TelemetryValue(s) of `value` at `path`, or count why there are none."""
@@ -83,7 +87,12 @@ class Leaves:
                         if name not in KEY_LEAVES:
                             self.add(f"{keyed}/{name}", child)
         elif (target := _resolve(path)) is None:
-            self.unknown += 1
+            if "lldp" in path and (leaf := neighbour_leaf(path, value, self.tags)) is not None:
+                if self.lldp is None:
+                    self.lldp = []
+                self.lldp.append(leaf)
+            else:
+                self.unknown += 1
         else:
             metric, interface, qualifier, entry, counter = target
             if interface is None or qualifier is None:
@@ -104,6 +113,14 @@ class Leaves:
                 self.out.append(
                     TelemetryValue(self.ts_ns, self.device, interface, metric, converted, qualifier)
                 )
+
+    def delete(self, path: str) -> None:
+        """Note a gNMI delete; only LLDP neighbours going away matter to railtrace."""
+        gone = deleted_neighbours(path, self.tags) if "lldp" in path else None
+        if gone is not None:
+            if self.lldp_deletes is None:
+                self.lldp_deletes = []
+            self.lldp_deletes.append(gone)
 
     def _from_tags(
         self, entry: Entry, interface: str | None, qualifier: str | None

@@ -33,6 +33,7 @@ from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
 from railtrace.topology.fabric import Fabric, PortLinks
+from railtrace.topology.lldp import PlanIndex
 
 log = logging.getLogger(__name__)
 PRUNE_HORIZON_NS = 3600 * 1_000_000_000
@@ -135,7 +136,7 @@ class Processor:
         )
         self.views_table = _table(app, settings, "job-views")
         self.counters: dict[str, int] = defaultdict(int)
-        self.telemetry = TelemetryStage(settings, PortLinks(fabric))
+        self.telemetry = TelemetryStage(settings, PortLinks(fabric), PlanIndex.of_fabric(fabric))
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
         app.agent(self.raw_logs, name="parse-logs")(self._logs_agent(batch, within))
         app.task(self.telemetry.run)

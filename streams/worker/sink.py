@@ -15,7 +15,7 @@ from typing import Any
 from railtrace.settings import Settings
 from railtrace.store import Store
 from railtrace.streams import wire
-from railtrace.streams.records import DeadLetter, JobFact, LinkEvent, Verdict
+from railtrace.streams.records import CablingEvent, DeadLetter, JobFact, LinkEvent, Verdict
 from railtrace.streams.worker import topics
 from railtrace.streams.worker.processor import faust_app, topic_of
 
@@ -37,6 +37,7 @@ class Sink:
         for spec, handler in (
             (topics.LINK_SAMPLES, self._samples),
             (topics.LINK_EVENTS, self._events),
+            (topics.CABLING_EVENTS, self._cabling),
             (topics.JOB_FACTS, self._facts),
             (topics.VERDICTS, self._verdicts),
             (topics.DEAD_LETTERS, self._dead_letters),
@@ -77,6 +78,16 @@ class Sink:
         ]
         self.store.write_link_events(rows)
         self._count("link_events", len(rows))
+
+    def _cabling(self, events: Sequence[Any]) -> None:
+        rows = [
+            r
+            for e in events
+            for r in self._decode(e, wire.decode_records)
+            if isinstance(r, CablingEvent)
+        ]
+        self.store.write_cabling_events(rows)
+        self._count("cabling_events", len(rows))
 
     def _facts(self, events: Sequence[Any]) -> None:
         rows: list[JobFact] = [r for e in events for r in self._decode(e, wire.decode_records)]

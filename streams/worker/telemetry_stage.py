@@ -32,11 +32,14 @@ from aiokafka.partitioner import murmur2
 from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
-from railtrace.streams.records import LinkEvent, LinkSample
+from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
 from railtrace.streams.telemetry import DecodeError, decode_message
+from railtrace.streams.telemetry.gnmic import decode_with_lldp
+from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
 from railtrace.streams.worker import kafka, topics
 from railtrace.topology.fabric import PortLinks
+from railtrace.topology.lldp import CablingWatch, PlanIndex
 
 log = logging.getLogger(__name__)
 CHECKPOINT_VERSION = 1
@@ -49,6 +52,7 @@ class DeviceState:
     normalizer: Normalizer
     partition: int
     upto: int = 0  # first raw offset not yet folded into `normalizer`
+    cabling: CablingWatch | None = None  # from the device's first LLDP update on
     # interface -> (link id, link-samples partition): derived, so not checkpointed
     routes: dict[str, tuple[str, int]] = field(default_factory=dict)
 
@@ -61,6 +65,7 @@ class BatchOutput:
         default_factory=lambda: defaultdict(list)
     )
     events: dict[str, list[LinkEvent]] = field(default_factory=lambda: defaultdict(list))
+    cabling: dict[str, list[CablingEvent]] = field(default_factory=lambda: defaultdict(list))
     dead: list[tuple[Any, str]] = field(default_factory=list)
     rekey: list[tuple[bytes, bytes]] = field(default_factory=list)
     values: int = 0
@@ -73,9 +78,17 @@ class DeviceStates:
     assignment, turned into Normalizers only when their device speaks again.
     """
 
-    def __init__(self, link_id: PortLinks, sample_partitions: int) -> None:
+    def __init__(
+        self,
+        link_id: PortLinks,
+        sample_partitions: int,
+        plan: PlanIndex | None = None,
+        lldp_settle_s: float = 30.0,
+    ) -> None:
         self.link_id = link_id
         self.sample_partitions = sample_partitions
+        self.plan = plan if plan is not None else PlanIndex(())
+        self.settle_ns = int(lldp_settle_s * 1e9)
         self.live: dict[bytes, DeviceState] = {}
         self.saved: dict[bytes, tuple[int, bytes]] = {}
         self.dirty: set[bytes] = set()
@@ -87,7 +100,7 @@ class DeviceStates:
             saved = self.saved.pop(key, None)
             if saved is not None:
                 try:
-                    st = _restore(saved[1], partition)
+                    st = self._restore(saved[1], partition)
                 except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
                     # Start the device afresh (its next sample is a new baseline) rather than
                     # stop the stage on every restart.
@@ -101,23 +114,35 @@ class DeviceStates:
     def fold(self, kind: str, record: Any, out: BatchOutput) -> None:
         """Fold one raw record (an aiokafka ConsumerRecord) into its device's state."""
         value = record.value
+        lldp: list[LldpUpdate] = []
         try:
             if not value:
                 raise DecodeError("empty message")
             decoded = orjson.loads(value)
-            values = decode_message(decoded) if kind == "gnmi" else decode_snmp(decoded)
+            if kind == "snmp":
+                values = decode_snmp(decoded)
+                table = snmp_neighbours(decoded)
+                if table is not None and values:  # a poll that reached the agent
+                    lldp.append(table)
+            elif b"lldp" in value:  # rare (ON_CHANGE): the second look only where it pays
+                values, lldp = decode_with_lldp(decoded)
+            else:
+                values = decode_message(decoded)
         except (orjson.JSONDecodeError, DecodeError, ValueError) as exc:
             out.dead.append((record, f"{kind}: {exc}"))
             return
-        if not values:
+        if not values and not lldp:
             return
         if not record.key:  # gnmic without insert-key: give it a home, keyed by switch
-            out.rekey.append((values[0].device.encode(), value))
+            device = values[0].device if values else lldp[0].device
+            out.rekey.append((device.encode(), value))
             return
         key = kind.encode() + b":" + record.key
         st = self.state(key, record.partition)
         if record.offset < st.upto:  # already in the restored state: a redelivery
             return
+        if lldp or st.cabling is not None:
+            self._cabling(st, values, lldp, out)
         o = Output()
         normalizer = st.normalizer
         for v in values:
@@ -133,6 +158,21 @@ class DeviceStates:
             out.samples[route[1]].append((s, route[0]))
         for e in o.events:
             out.events[self._route(e.device, e.interface)[0]].append(e)
+
+    def _cabling(
+        self,
+        st: DeviceState,
+        values: list[Any],
+        lldp: list[LldpUpdate],
+        out: BatchOutput,
+    ) -> None:
+        """Fold LLDP news into the device's cabling watch; any message moves its clock."""
+        for update in lldp:
+            if st.cabling is None:
+                st.cabling = CablingWatch(update.device, self.plan, self.settle_ns)
+            out.cabling[update.device].extend(st.cabling.apply(update))
+        if values and st.cabling is not None and st.cabling.pending:
+            out.cabling[st.cabling.device].extend(st.cabling.tick(values[-1].ts_ns))
 
     def _route(self, device: str, interface: str) -> tuple[str, int]:
         """The link id of a port (or `device:interface` for a port off the plan) and the
@@ -151,6 +191,7 @@ class DeviceStates:
                         "v": CHECKPOINT_VERSION,
                         "upto": self.live[key].upto,
                         "state": self.live[key].normalizer.snapshot(),
+                        **_cabling_snapshot(self.live[key]),
                     }
                 ),
             )
@@ -168,12 +209,23 @@ class DeviceStates:
         for key in [k for k, (part, _) in self.saved.items() if part in gone]:
             del self.saved[key]
 
+    def _restore(self, raw: bytes, partition: int) -> DeviceState:
+        snap = orjson.loads(raw)
+        if not isinstance(snap, dict) or snap.get("v") != CHECKPOINT_VERSION:
+            raise ValueError("not a version-1 checkpoint")
+        st = DeviceState(Normalizer.restore(snap["state"]), partition, int(snap["upto"]))
+        if (cabling := snap.get("cabling")) is not None:
+            st.cabling = CablingWatch.restore(
+                cabling["watch"], cabling["device"], self.plan, self.settle_ns
+            )
+        return st
 
-def _restore(raw: bytes, partition: int) -> DeviceState:
-    snap = orjson.loads(raw)
-    if not isinstance(snap, dict) or snap.get("v") != CHECKPOINT_VERSION:
-        raise ValueError("not a version-1 checkpoint")
-    return DeviceState(Normalizer.restore(snap["state"]), partition, int(snap["upto"]))
+
+def _cabling_snapshot(st: DeviceState) -> dict[str, Any]:
+    """The checkpoint's optional `cabling` part: absent for devices that send no LLDP."""
+    if st.cabling is None:
+        return {}
+    return {"cabling": {"device": st.cabling.device, "watch": st.cabling.snapshot()}}
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -191,7 +243,7 @@ class TelemetryStage:
     """Consumes the raw telemetry topics in group `<app_id>-telemetry` and sends link samples,
     link events and dead letters."""
 
-    def __init__(self, settings: Settings, link_id: PortLinks) -> None:
+    def __init__(self, settings: Settings, link_id: PortLinks, plan: PlanIndex) -> None:
         self.settings = settings
         prefix = settings.kafka.topic_prefix
         self.kinds = {
@@ -201,10 +253,12 @@ class TelemetryStage:
         self.raw_gnmi = topics.name(prefix, topics.RAW_GNMI)
         self.samples_topic = topics.name(prefix, topics.LINK_SAMPLES)
         self.events_topic = topics.name(prefix, topics.LINK_EVENTS)
+        self.cabling_topic = topics.name(prefix, topics.CABLING_EVENTS)
         self.dead_topic = topics.name(prefix, topics.DEAD_LETTERS)
         self.state_topic = topics.name(prefix, topics.NORMALIZER_STATE)
         self.group = f"{settings.worker.app_id}-telemetry"
         self.link_id = link_id
+        self.plan = plan
         self.devices: DeviceStates | None = None
         self.positions: dict[TopicPartition, int] = {}
         self.counters: dict[str, int] = defaultdict(int)
@@ -231,7 +285,7 @@ class TelemetryStage:
         )
         await self._producer.start()
         partitions = await self._producer.partitions_for(self.samples_topic)
-        self.devices = DeviceStates(self.link_id, len(partitions))
+        self.devices = DeviceStates(self.link_id, len(partitions), self.plan, w.lldp_settle_s)
         self._consumer.subscribe(list(self.kinds), listener=_Rebalance(self))
         await self._consumer.start()
         log.info("telemetry stage started", extra={"group": self.group})
@@ -288,6 +342,12 @@ class TelemetryStage:
             await p.send(self.events_topic, wire.encode_records(events), key=lid.encode())
             for lid, events in out.events.items()
         ]
+        futures += [
+            await p.send(self.cabling_topic, wire.encode_records(events), key=device.encode())
+            for device, events in out.cabling.items()
+            if events
+        ]
+        self.counters["cabling_events"] += sum(len(e) for e in out.cabling.values())
         for record, reason in out.dead:
             self.counters["dead_letters"] += 1
             log.warning(

@@ -71,6 +71,14 @@ LINK_EVENTS = TopicSpec(
     30 * DAY_MS,
     "link anomalies and state changes; every worker reads all of it",
 )
+CABLING_EVENTS = TopicSpec(
+    "cabling-events.v1",
+    "device (the switch whose LLDP table showed the difference)",
+    "JSON list of CablingEvent records (railtrace.streams.codec)",
+    365 * DAY_MS,
+    "ports whose LLDP neighbour differs from cables.csv (miswired, unexpected, missing) "
+    "and the differences that went away (resolved)",
+)
 JOB_FACTS = TopicSpec(
     "job-facts.v1",
     "job id",
@@ -97,7 +105,8 @@ NORMALIZER_STATE = TopicSpec(
     "normalizer-state.v1",
     "`gnmi:` or `snmp:` and the raw message key (a device); written to the partition number "
     "of the raw topic the device's messages are in",
-    '{"v", "upto": the next raw offset the state has not seen, "state": a Normalizer snapshot}',
+    '{"v", "upto": the next raw offset the state has not seen, "state": a Normalizer snapshot, '
+    '"cabling": the device\'s LLDP table and reported differences, if it sends LLDP}',
     -1,
     "checkpoints of the telemetry stage's per-device state (compacted)",
     compacted=True,
@@ -110,6 +119,7 @@ ALL = (
     RAW_NODE_EVENTS,
     LINK_SAMPLES,
     LINK_EVENTS,
+    CABLING_EVENTS,
     JOB_FACTS,
     VERDICTS,
     DEAD_LETTERS,
