@@ -6,7 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from railtrace import __version__
-from railtrace.api.routes import health, jobs, topology
+from railtrace.api.routes import health, jobs, nodes, topology
 from railtrace.store import Store, StoreError
 
 
@@ -27,4 +27,5 @@ def create_app(store: Store) -> FastAPI:
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(topology.router)
+    app.include_router(nodes.router)
     return app

@@ -318,6 +318,29 @@ class Endpoint:
     interface: str
 
 
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    """A GPU node's kernel Xid or an operator's release, with the quarantine state it left.
+
+    `quarantined` is the node's state after the event; `action` is "quarantine" or "release"
+    when the event changed it, else ""; `reason` and `sdc` (suspected silent data corruption,
+    lifted only by an explicit release) belong to that decision.
+    """
+
+    ts_ns: int
+    node: str
+    kind: str  # "xid" or "release"
+    xid: int | None
+    pci: str
+    detail: str
+    quarantined: bool
+    action: str
+    reason: str
+    sdc: bool
+    line: str = ""
+    source: str = ""
+
+
 class CablingKind(StrEnum):
     """How a port's cabling, as its LLDP neighbour shows it, stands against `cables.csv`."""
 

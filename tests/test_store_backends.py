@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import store_samples as s
 
-from railtrace.store import StoreError
+from railtrace.store import NodeSummary, StoreError
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.sql_store import SqlStore
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, JobState
+from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, JobState, NodeEvent
 
 SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 
@@ -83,8 +83,8 @@ def raw_count(store: SqlStore, table: str) -> int:
 def test_migrate_is_idempotent_and_creates_every_table(store: SqlStore) -> None:
     store.migrate()
     store.ping()
-    tables = ("link_samples", "link_events", "cabling_events", "job_facts", "verdicts")
-    for table in (*tables, "dead_letters"):
+    tables = ("link_samples", "link_events", "cabling_events", "node_events", "job_facts")
+    for table in (*tables, "verdicts", "dead_letters"):
         assert store.count(table) == 0
 
 
@@ -334,3 +334,49 @@ def test_cabling_differences_are_each_ports_latest_event_unless_resolved(store: 
     assert store.cabling_differences(device="leaf2") == [events[4]]
     assert store.cabling_differences(limit=1, offset=1) == [events[4]]
     assert store.cabling_differences(device="leaf9") == []
+
+
+def _node_event(
+    ts: int, node: str, xid: int | None, quarantined: bool, action: str = "", sdc: bool = False
+) -> NodeEvent:
+    return NodeEvent(
+        ts_ns=ts,
+        node=node,
+        kind="xid" if xid is not None else "release",
+        xid=xid,
+        pci="0000:3b:00" if xid is not None else "",
+        detail=f"Xid {xid}" if xid is not None else "",
+        quarantined=quarantined,
+        action=action,
+        reason=f"{action} at {ts}" if action else "",
+        sdc=sdc,
+        line=f"NVRM: Xid (PCI:0000:3b:00): {xid}" if xid is not None else "",
+        source="journalctl -k",
+    )
+
+
+def test_node_state_is_what_its_newest_event_left_with_the_last_decision(store: SqlStore) -> None:
+    t = 1_780_000_000 * 10**9
+    gpu1 = [
+        _node_event(t, "gpu1", 13, False),
+        _node_event(t + 1, "gpu1", 79, True, "quarantine", sdc=True),
+        _node_event(t + 2, "gpu1", 13, True),
+    ]
+    gpu2 = [
+        _node_event(t, "gpu2", 48, True, "quarantine"),
+        _node_event(t + 5, "gpu2", None, False, "release"),
+    ]
+    gpu3 = [_node_event(t + 3, "gpu3", 31, False)]
+    store.write_node_events([*gpu1, *gpu2, *gpu3])
+    store.write_node_events(gpu1)  # redelivered
+    assert store.list_nodes() == [
+        NodeSummary("gpu1", True, True, f"quarantine at {t + 1}", t + 1, 3, t + 2),
+        NodeSummary("gpu2", False, False, f"release at {t + 5}", t + 5, 1, t + 5),
+        NodeSummary("gpu3", False, False, None, None, 1, t + 3),
+    ]
+    assert [n.node for n in store.list_nodes(quarantined=True)] == ["gpu1"]
+    assert [n.node for n in store.list_nodes(quarantined=False, limit=1, offset=1)] == ["gpu3"]
+    assert store.node_summary("gpu2") == store.list_nodes()[1]
+    assert store.node_summary("gpu9") is None
+    assert store.node_events("gpu1") == gpu1[::-1]
+    assert store.node_events("gpu1", limit=1, offset=1) == [gpu1[1]]

@@ -4,12 +4,12 @@
 -- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
 -- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
--- cabling events, job facts, verdicts and dead letters 12 months.
+-- cabling events, node events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job), link_events and cabling_events (one per device,
--- interface, kind, ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes
--- of its last non_replicated_deduplication_window insert blocks so that a retried identical
--- batch is dropped.
+-- Idempotent writes: verdicts (one per job), link_events, cabling_events and node_events (one
+-- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
+-- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
+-- identical batch is dropped.
 
 CREATE DATABASE IF NOT EXISTS railtrace;
 
@@ -68,6 +68,29 @@ ORDER BY (device, interface, ts, kind)
 TTL inserted_at + INTERVAL 12 MONTH
 SETTINGS non_replicated_deduplication_window = 1000
 COMMENT 'ports whose LLDP neighbour differs from cables.csv, and when that stopped';
+
+-- node_events: GPU Xids and quarantine decisions per node, from `railtrace collect xid`
+CREATE TABLE IF NOT EXISTS railtrace.node_events
+(
+    ts DateTime64(9, 'UTC'),
+    node LowCardinality(String),
+    kind LowCardinality(String) COMMENT 'xid or release',
+    xid Nullable(Int32),
+    pci String,
+    detail String,
+    quarantined Bool COMMENT 'the node\'s state after it',
+    action LowCardinality(String) COMMENT 'quarantine or release when the event changed the state, else empty',
+    reason String,
+    sdc Bool COMMENT 'suspected silent data corruption',
+    line String COMMENT 'the kernel line as read',
+    source String,
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (node, ts, kind, pci)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000
+COMMENT 'GPU Xids and quarantine decisions per node, from `railtrace collect xid`';
 
 -- job_facts: facts parsed from NCCL, PyTorch and kernel logs, with the line they came from
 CREATE TABLE IF NOT EXISTS railtrace.job_facts

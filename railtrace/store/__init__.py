@@ -1,16 +1,18 @@
-"""Where verdicts, link telemetry, job facts and dead letters are kept: ClickHouse, embedded
-(chDB, one directory per process) or on a server, behind the one `Store` protocol.
+"""Where verdicts, link telemetry, cabling and node events, job facts and dead letters are
+kept: ClickHouse, embedded (chDB, one directory per process) or on a server, behind the one
+`Store` protocol.
 
 The schema is declared once in `railtrace.store.schema`; callers hand records and get records
 or `JobSummary` rows back, never SQL rows.
 """
 
-from railtrace.store.base import JobSummary, Store, StoreError, StoreLockedError
+from railtrace.store.base import JobSummary, NodeSummary, Store, StoreError, StoreLockedError
 from railtrace.store.factory import open_store
 from railtrace.store.owner import Owner, read_owner, remove_owner, write_owner
 
 __all__ = [
     "JobSummary",
+    "NodeSummary",
     "Owner",
     "Store",
     "StoreError",

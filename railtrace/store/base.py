@@ -19,6 +19,7 @@ from railtrace.streams.records import (
     JobState,
     LinkEvent,
     LinkSample,
+    NodeEvent,
     Verdict,
 )
 
@@ -39,6 +40,23 @@ class JobSummary:
     node: str | None
     confidence: float
     updated_at_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    """A GPU node's quarantine state as its Xid history leaves it.
+
+    `decided_at_ns`/`reason` are those of the last decision (quarantine or release), None if
+    the node's Xids never changed its state; `sdc_suspect` holds only while quarantined.
+    """
+
+    node: str
+    quarantined: bool
+    sdc_suspect: bool
+    reason: str | None
+    decided_at_ns: int | None
+    xids: int
+    last_event_ns: int
 
 
 class StoreError(RuntimeError):
@@ -78,6 +96,8 @@ class Store(Protocol):
 
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
 
+    def write_node_events(self, rows: Sequence[NodeEvent]) -> None: ...
+
     def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
 
     def write_verdicts(
@@ -103,6 +123,20 @@ class Store(Protocol):
     ) -> list[CablingEvent]:
         """The ports whose latest cabling event is a difference (not `resolved`), by device
         and interface."""
+        ...
+
+    def list_nodes(
+        self, quarantined: bool | None = None, limit: int = 100, offset: int = 0
+    ) -> list[NodeSummary]:
+        """Nodes with node events, by name; only (non-)quarantined ones if asked."""
+        ...
+
+    def node_summary(self, node: str) -> NodeSummary | None:
+        """One node's state, None when it has no node events."""
+        ...
+
+    def node_events(self, node: str, limit: int = 100, offset: int = 0) -> list[NodeEvent]:
+        """One node's Xids and decisions, newest first."""
         ...
 
     def count(self, table: str) -> int:

@@ -29,6 +29,7 @@ from railtrace.streams.records import (
     LinkSample,
     NetDevices,
     NetError,
+    NodeEvent,
     RankInfo,
     RasReport,
     Verdict,
@@ -111,6 +112,26 @@ def cabling_events(rows: Sequence[CablingEvent]) -> pa.Table:
             "planned": [_end(e.planned) for e in rows],
             "seen": [_end(e.seen) for e in rows],
             "detail": [e.detail for e in rows],
+        },
+    )
+
+
+def node_events(rows: Sequence[NodeEvent]) -> pa.Table:
+    return _table(
+        "node_events",
+        {
+            "ts": [e.ts_ns for e in rows],
+            "node": [e.node for e in rows],
+            "kind": [e.kind for e in rows],
+            "xid": [e.xid for e in rows],
+            "pci": [e.pci for e in rows],
+            "detail": [e.detail for e in rows],
+            "quarantined": [e.quarantined for e in rows],
+            "action": [e.action for e in rows],
+            "reason": [e.reason for e in rows],
+            "sdc": [e.sdc for e in rows],
+            "line": [e.line for e in rows],
+            "source": [e.source for e in rows],
         },
     )
 

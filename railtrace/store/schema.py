@@ -185,6 +185,34 @@ TABLES: tuple[Table, ...] = (
         settings=_settings(drop_parts=False),
     ),
     Table(
+        name="node_events",
+        comment="GPU Xids and quarantine decisions per node, from `railtrace collect xid`",
+        columns=(
+            Column("ts", _TS, _TS_ARROW),
+            Column("node", "LowCardinality(String)", pa.string()),
+            Column("kind", "LowCardinality(String)", pa.string(), comment="xid or release"),
+            Column("xid", "Nullable(Int32)", pa.int32()),
+            Column("pci", "String", pa.string()),
+            Column("detail", "String", pa.string()),
+            Column("quarantined", "Bool", pa.bool_(), comment="the node's state after it"),
+            Column(
+                "action",
+                "LowCardinality(String)",
+                pa.string(),
+                comment="quarantine or release when the event changed the state, else empty",
+            ),
+            Column("reason", "String", pa.string()),
+            Column("sdc", "Bool", pa.bool_(), comment="suspected silent data corruption"),
+            Column("line", "String", pa.string(), comment="the kernel line as read"),
+            Column("source", "String", pa.string()),
+            _inserted_at(),
+        ),
+        engine="ReplacingMergeTree",
+        order_by=("node", "ts", "kind", "pci"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        settings=_settings(drop_parts=False),
+    ),
+    Table(
         name="job_facts",
         comment="facts parsed from NCCL, PyTorch and kernel logs, with the line they came from",
         columns=(
@@ -255,12 +283,12 @@ _HEADER = """\
 -- Retention (TTL) counts from inserted_at (DateTime DEFAULT now()), NOT from the event time
 -- `ts`: railtrace replays captures recorded months ago, and a TTL on `ts` would delete such
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
--- cabling events, job facts, verdicts and dead letters 12 months.
+-- cabling events, node events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job), link_events and cabling_events (one per device,
--- interface, kind, ts) are ReplacingMergeTree, read with FINAL; every table keeps the hashes
--- of its last non_replicated_deduplication_window insert blocks so that a retried identical
--- batch is dropped.
+-- Idempotent writes: verdicts (one per job), link_events, cabling_events and node_events (one
+-- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
+-- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
+-- identical batch is dropped.
 """
 
 

@@ -16,7 +16,7 @@ from typing import Any, Self, TypeVar
 import pyarrow as pa
 
 from railtrace.store import rows as to_arrow
-from railtrace.store.base import JobSummary, StoreError
+from railtrace.store.base import JobSummary, NodeSummary, StoreError
 from railtrace.store.schema import (
     TABLES,
     TABLES_BY_NAME,
@@ -36,6 +36,7 @@ from railtrace.streams.records import (
     JobState,
     LinkEvent,
     LinkSample,
+    NodeEvent,
     Verdict,
 )
 
@@ -73,6 +74,31 @@ FROM {cabling}
 GROUP BY device, interface
 HAVING last_kind != 'resolved'
 ORDER BY device, interface
+LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
+
+# One row per node: the state its newest event left, and the newest decision behind it.
+_NODES_SQL = """\
+SELECT node,
+       argMax(quarantined, ts) AS now_quarantined,
+       argMaxIf(sdc, ts, action = 'quarantine') AS last_sdc,
+       argMaxIf(reason, ts, action != '') AS last_reason,
+       countIf(action != '') AS decisions,
+       toUnixTimestamp64Nano(maxIf(ts, action != '')) AS decided_at_ns,
+       countIf(kind = 'xid') AS xids,
+       toUnixTimestamp64Nano(max(ts)) AS last_event_ns
+FROM (SELECT * FROM {events} FINAL)
+{where}
+GROUP BY node
+{having}
+ORDER BY node
+LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
+
+_NODE_EVENTS_SQL = """\
+SELECT toUnixTimestamp64Nano(ts) AS ts_ns, node, kind, xid, pci, detail, quarantined, action,
+       reason, sdc, line, source
+FROM {events} FINAL
+WHERE node = {{node:String}}
+ORDER BY ts DESC, kind, pci
 LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
 
 _PING_SQL = "SELECT name FROM system.tables WHERE database = {database:String}"
@@ -135,6 +161,9 @@ class SqlStore(ABC):
 
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None:
         self._write("cabling_events", rows, to_arrow.cabling_events)
+
+    def write_node_events(self, rows: Sequence[NodeEvent]) -> None:
+        self._write("node_events", rows, to_arrow.node_events)
 
     def write_job_facts(self, rows: Sequence[JobFact]) -> None:
         self._write("job_facts", rows, to_arrow.job_facts)
@@ -225,6 +254,64 @@ class SqlStore(ABC):
                 r["last_detail"],
             )
             for r in self.select(sql, params).to_pylist()
+        ]
+
+    def list_nodes(
+        self, quarantined: bool | None = None, limit: int = 100, offset: int = 0
+    ) -> list[NodeSummary]:
+        return self._nodes(None, quarantined, limit, offset)
+
+    def node_summary(self, node: str) -> NodeSummary | None:
+        """One node's state, None when it has no node events."""
+        found = self._nodes(node, None, 1, 0)
+        return found[0] if found else None
+
+    def _nodes(
+        self, node: str | None, quarantined: bool | None, limit: int, offset: int
+    ) -> list[NodeSummary]:
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be >= 0, got {limit}, {offset}")
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        where = having = ""
+        if node is not None:
+            where, params["node"] = "WHERE node = {node:String}", node
+        if quarantined is not None:
+            having, params["q"] = "HAVING now_quarantined = {q:Bool}", quarantined
+        sql = _NODES_SQL.format(events=self._name("node_events"), where=where, having=having)
+        return [
+            NodeSummary(
+                node=r["node"],
+                quarantined=bool(r["now_quarantined"]),
+                sdc_suspect=bool(r["now_quarantined"] and r["last_sdc"]),
+                reason=r["last_reason"] if r["decisions"] else None,
+                decided_at_ns=r["decided_at_ns"] if r["decisions"] else None,
+                xids=r["xids"],
+                last_event_ns=r["last_event_ns"],
+            )
+            for r in self.select(sql, params).to_pylist()
+        ]
+
+    def node_events(self, node: str, limit: int = 100, offset: int = 0) -> list[NodeEvent]:
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be >= 0, got {limit}, {offset}")
+        sql = _NODE_EVENTS_SQL.format(events=self._name("node_events"))
+        rows = self.select(sql, {"node": node, "limit": limit, "offset": offset}).to_pylist()
+        return [
+            NodeEvent(
+                r["ts_ns"],
+                r["node"],
+                r["kind"],
+                r["xid"],
+                r["pci"],
+                r["detail"],
+                bool(r["quarantined"]),
+                r["action"],
+                r["reason"],
+                bool(r["sdc"]),
+                r["line"],
+                r["source"],
+            )
+            for r in rows
         ]
 
     def count(self, table: str) -> int:

@@ -12,10 +12,18 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from railtrace.collectors.hosts import nodeevents
 from railtrace.settings import Settings
 from railtrace.store import Store
 from railtrace.streams import wire
-from railtrace.streams.records import CablingEvent, DeadLetter, JobFact, LinkEvent, Verdict
+from railtrace.streams.records import (
+    CablingEvent,
+    DeadLetter,
+    JobFact,
+    LinkEvent,
+    NodeEvent,
+    Verdict,
+)
 from railtrace.streams.worker import topics
 from railtrace.streams.worker.processor import faust_app, topic_of
 
@@ -38,6 +46,7 @@ class Sink:
             (topics.LINK_SAMPLES, self._samples),
             (topics.LINK_EVENTS, self._events),
             (topics.CABLING_EVENTS, self._cabling),
+            (topics.RAW_NODE_EVENTS, self._node_events),
             (topics.JOB_FACTS, self._facts),
             (topics.VERDICTS, self._verdicts),
             (topics.DEAD_LETTERS, self._dead_letters),
@@ -88,6 +97,22 @@ class Sink:
         ]
         self.store.write_cabling_events(rows)
         self._count("cabling_events", len(rows))
+
+    def _node_events(self, events: Sequence[Any]) -> None:
+        """Node events come straight from the Xid collectors (the quarantine decision is
+        theirs), so a bad one is dead-lettered here and the rest of the batch still lands."""
+        rows: list[NodeEvent] = []
+        dead: list[DeadLetter] = []
+        for e in events:
+            try:
+                rows.append(nodeevents.to_record(nodeevents.decode(e.value or b"")))
+            except ValueError as exc:
+                dead.append(DeadLetter(e.message.topic, f"node event: {exc}", e.value or b""))
+        self.store.write_node_events(rows)
+        self._count("node_events", len(rows))
+        if dead:
+            self.store.write_dead_letters(dead)
+            self._count("dead_letters", len(dead))
 
     def _facts(self, events: Sequence[Any]) -> None:
         rows: list[JobFact] = [r for e in events for r in self._decode(e, wire.decode_records)]

@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from railtrace.collectors.hosts.quarantine import Decision, XidObservation
+from railtrace.streams.records import NodeEvent
 
 STREAM = "node-events"
 VERSION = 1
@@ -89,3 +90,33 @@ def decode(data: bytes) -> dict[str, Any]:
     ):
         raise ValueError("not a version-1 node event")
     return doc
+
+
+def to_record(doc: dict[str, Any]) -> NodeEvent:
+    """A decoded node event as the record the store keeps; ValueError when a field has the
+    wrong type."""
+    decision = doc.get("decision") or {}
+    try:
+        xid = doc.get("xid")
+        return NodeEvent(
+            ts_ns=int(doc["ts_ns"]),
+            node=_text(doc["node"]),
+            kind=str(doc["kind"]),
+            xid=None if xid is None else int(xid),
+            pci=_text(doc.get("pci", "")),
+            detail=_text(doc.get("detail", "")),
+            quarantined=bool(doc["quarantined"]),
+            action=_text(decision.get("action", "")),
+            reason=_text(decision.get("reason", "")),
+            sdc=bool(decision.get("sdc", False)),
+            line=_text(doc.get("line", "")),
+            source=_text(doc.get("source", "")),
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"node event lacks or garbles a field: {exc!r}") from exc
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {value!r}")
+    return value
