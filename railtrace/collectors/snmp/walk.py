@@ -26,7 +26,8 @@ class SnmpError(Exception):
 
 def plain(value: Any) -> Scalar:
     """A pysnmp value as JSON wants it: counters, gauges and enums as int, IpAddress dotted,
-    OIDs dotted, printable strings as text and other octets as colon-separated hex (MACs)."""
+    OIDs dotted, printable strings as text and other octets as colon-separated hex (MACs).
+    Trailing NULs are padding, not text: NX-OS sends lldpRemPortId "mgmt0" in 16 octets."""
     if isinstance(value, rfc1902.IpAddress):
         return ".".join(str(b) for b in value.asOctets())
     if isinstance(value, univ.Integer):
@@ -37,7 +38,7 @@ def plain(value: Any) -> Scalar:
         raw: bytes = value.asOctets()
         text: str | None
         try:
-            text = raw.decode("utf-8")
+            text = (raw.rstrip(b"\0") or raw).decode("utf-8")  # all NULs: octets
         except UnicodeDecodeError:
             text = None
         if text is not None and (text.isprintable() or not raw):
