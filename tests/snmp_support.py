@@ -18,8 +18,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from railtrace.collectors.snmp import LldpNeighbour
+from railtrace.streams.telemetry.lldp import snmp_neighbours
 
 COMMUNITY = "railtrace-ro"
 V3_USER = "railpoll"
@@ -156,3 +160,23 @@ def snmptrap(tmp: Path, *args: str) -> None:
 def lo_ifindex() -> int:
     """The loopback interface's ifIndex, as the kernel (and so snmpd's IF-MIB) numbers it."""
     return socket.if_nametoindex("lo")
+
+
+def neighbours_as_read(message: dict[str, Any]) -> list[LldpNeighbour]:
+    """The LLDP neighbours of a poll message as the worker reads them
+    (`streams.telemetry.lldp.snmp_neighbours`), one per local port and far end."""
+    update = snmp_neighbours(message)
+    if update is None:
+        return []
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for leaf in update.leaves:
+        rows.setdefault((leaf.interface, leaf.neighbour), {})[leaf.leaf] = leaf.value
+    return [
+        LldpNeighbour(
+            local,
+            leaves.get("system-name", ""),
+            leaves.get("port-id", ""),
+            leaves.get("port-description", ""),
+        )
+        for (local, _), leaves in rows.items()
+    ]

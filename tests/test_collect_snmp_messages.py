@@ -5,8 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 from pydantic import ValidationError
+from snmp_support import neighbours_as_read
 
-from railtrace.collectors.snmp import SnmpCollectorConfig, SnmpTarget, lldp_neighbours_of
+from railtrace.collectors.snmp import SnmpCollectorConfig, SnmpTarget
 from railtrace.collectors.snmp.config import TrapUser
 from railtrace.collectors.snmp.messages import (
     LldpNeighbour,
@@ -76,7 +77,7 @@ def test_poll_message_decodes_into_every_mapped_column() -> None:
 
 def test_poll_message_carries_lldp_neighbours() -> None:
     message = orjson.loads(orjson.dumps(build_poll("leaf1", TS, WALK)))
-    assert lldp_neighbours_of(message) == [
+    assert neighbours_as_read(message) == [
         LldpNeighbour("Ethernet1", "spine1", "Ethernet7", "to leaf1"),
         LldpNeighbour("Ethernet2", "spine2", "Ethernet8", ""),
     ]

@@ -7,7 +7,7 @@ talks to Kafka. `messages` is pure, `walk`/`poller`/`traps` do the network I/O w
 
 from railtrace.collectors.snmp.config import SnmpCollectorConfig, SnmpTarget, TrapReceiverConfig
 from railtrace.collectors.snmp.ifnames import IfNameCache
-from railtrace.collectors.snmp.messages import LldpNeighbour, lldp_neighbours_of
+from railtrace.collectors.snmp.messages import LldpNeighbour
 from railtrace.collectors.snmp.poller import SnmpPoller
 from railtrace.collectors.snmp.traps import TrapReceiver
 
@@ -19,5 +19,4 @@ __all__ = [
     "SnmpTarget",
     "TrapReceiver",
     "TrapReceiverConfig",
-    "lldp_neighbours_of",
 ]

@@ -128,12 +128,6 @@ def build_poll(device: str, ts_ns: int, walked: Mapping[str, Scalar]) -> dict[st
     }
 
 
-def lldp_neighbours_of(message: Mapping[str, Any]) -> list[LldpNeighbour]:
-    """The LLDP neighbours a poll message carries (none for traps or older messages)."""
-    rows = message.get("lldp") or []
-    return [LldpNeighbour(**row) for row in rows if isinstance(row, dict)]
-
-
 def build_trap(
     device: str, ts_ns: int, varbinds: Mapping[str, Scalar], ifnames: Mapping[str, str]
 ) -> dict[str, Any]:
