@@ -10,6 +10,7 @@ import shutil
 import signal
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -455,6 +456,67 @@ def jobs(
         console.print_json(orjson.dumps(docs).decode())
     else:
         console.print(verdict_table(found))
+
+
+@app.command()
+def cabling(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    device: Annotated[str | None, typer.Option(help="Only ports of this switch.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the ports whose LLDP neighbour differs from cables.csv (miswired, unexpected,
+    missing), as the live workers found them."""
+    from railtrace.api.schemas import CablingDifferenceOut, CablingOut
+    from railtrace.render import cabling_table
+
+    settings = _settings(ctx, data)
+    store = _open_for_reading(settings)
+    if store is None:
+        query = f"?limit=1000&device={urllib.parse.quote(device)}" if device else "?limit=1000"
+        found = CablingOut.model_validate(
+            _through_owner(settings, f"/v1/topology/cabling{query}")
+        ).differences
+    else:
+        try:
+            rows = store.cabling_differences(device=device, limit=1000, offset=0)
+            found = [CablingDifferenceOut.from_record(r) for r in rows]
+        finally:
+            store.close()
+    if json_out:
+        console.print_json(orjson.dumps([d.model_dump(mode="json") for d in found]).decode())
+    else:
+        console.print(cabling_table(found))
+
+
+@app.command()
+def nodes(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    quarantined: Annotated[
+        bool, typer.Option("--quarantined", help="Only nodes out of service.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the GPU nodes that reported Xids, with their quarantine state and why."""
+    from railtrace.api.schemas import NodeListOut, NodeOut
+    from railtrace.render import node_table
+
+    settings = _settings(ctx, data)
+    store = _open_for_reading(settings)
+    if store is None:
+        query = "?limit=1000&quarantined=true" if quarantined else "?limit=1000"
+        found = NodeListOut.model_validate(_through_owner(settings, f"/v1/nodes{query}")).nodes
+    else:
+        try:
+            rows = store.list_nodes(quarantined=True if quarantined else None, limit=1000)
+            found = [NodeOut.from_record(r) for r in rows]
+        finally:
+            store.close()
+    if json_out:
+        console.print_json(orjson.dumps([n.model_dump(mode="json") for n in found]).decode())
+    else:
+        console.print(node_table(found))
 
 
 @app.command()

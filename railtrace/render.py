@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from railtrace.api.schemas import iso_utc
+from railtrace.api.schemas import CablingDifferenceOut, EndpointOut, NodeOut, iso_utc
 from railtrace.replay import ReplayReport
 from railtrace.streams.records import CauseKind, JobState, Verdict
 
@@ -82,3 +82,40 @@ def replay_summary(console: Console, report: ReplayReport) -> None:
             f"{len(report.plan_errors)} cabling-plan problems"
             + (f" (first: {report.plan_errors[0]})" if report.plan_errors else "")
         )
+
+
+def _end(end: EndpointOut | None) -> str:
+    return "-" if end is None else f"{end.device}:{end.interface}"
+
+
+def cabling_table(found: list[CablingDifferenceOut]) -> Table:
+    title = "Cabling differs from cables.csv" if found else "Cabling matches cables.csv"
+    table = Table(title=title, title_justify="left")
+    for col in ("port", "difference", "plan says", "LLDP sees", "since (UTC)"):
+        table.add_column(col, overflow="fold")
+    for d in found:
+        table.add_row(
+            f"{d.device}:{d.interface}",
+            f"[bold red]{d.kind}[/]",
+            _end(d.planned),
+            _end(d.seen),
+            d.since,
+        )
+    return table
+
+
+def node_table(found: list[NodeOut]) -> Table:
+    table = Table(title="GPU nodes with Xids", title_justify="left")
+    for col in ("node", "state", "why", "since (UTC)", "Xids", "last event (UTC)"):
+        table.add_column(col, overflow="fold")
+    for n in found:
+        if n.quarantined:
+            state = (
+                "[bold red]quarantined (SDC suspect)[/]" if n.sdc_suspect else "[red]quarantined[/]"
+            )
+        else:
+            state = "[green]in service[/]"
+        table.add_row(
+            n.node, state, n.reason or "-", n.decided_at or "-", str(n.xids), n.last_event_at
+        )
+    return table
