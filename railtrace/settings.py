@@ -95,13 +95,31 @@ class WorkerSettings(BaseModel):
 
 
 class CollectSettings(BaseModel):
-    """`railtrace collect ...`: what each collector gathers, and the spool in front of Kafka
-    (one folder per collector role under `spool_dir`)."""
+    """`railtrace collect ...`: what each collector gathers, the spool in front of Kafka (one
+    folder per collector role under `spool_dir`) and each collector's HTTP endpoint."""
 
     model_config = ConfigDict(extra="forbid")
 
     spool_dir: Path = Path("railtrace-spool")
     spool_max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+
+    class MetricsListen(BaseModel):
+        """Where each role's process serves /metrics and /healthz (deploy/collectors/README.md):
+        "host:port", "[::]:port" for IPv6, port 0 for any free one (logged at start); checked
+        when the collector starts. One port per role, so the collectors of one host can share
+        a settings file."""
+
+        model_config = ConfigDict(extra="forbid")
+
+        gnmi: str = "127.0.0.1:9464"
+        snmp: str = "127.0.0.1:9465"
+        logs: str = "127.0.0.1:9466"
+        xid: str = "127.0.0.1:9467"
+
+    metrics_listen: MetricsListen = Field(default_factory=MetricsListen)
+    # /healthz reports a collector unhealthy once none of its targets has been up, or sending
+    # to Kafka has been failing, for longer than this.
+    health_grace_s: float = Field(default=60.0, gt=0)
     gnmi: list[GnmiTarget] = Field(default_factory=list)
     snmp: SnmpCollectorConfig = Field(default_factory=SnmpCollectorConfig)
     logs: LogScraperConfig = Field(default_factory=LogScraperConfig)

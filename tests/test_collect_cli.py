@@ -34,6 +34,9 @@ topic_prefix = "{prefix}"
 [collect]
 spool_dir = "{tmp / "spool"}"
 
+[collect.metrics_listen]
+logs = "127.0.0.1:0"
+
 [collect.logs]
 paths = ["{tmp / "jobs"}/{{job_id}}/*.log"]
 state_file = "{tmp / "offsets.json"}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import Counter
 from typing import Any
 
@@ -40,12 +41,20 @@ STOP_TIMEOUT_S = 5.0
 
 
 class Delivery:
-    """The Emit every collector of a process shares."""
+    """The Emit every collector of a process shares.
+
+    `counters`: spooled_<stream> (messages emitted), sent (acknowledged by the broker),
+    send_failures (batches that failed and were retried after a backoff). `failing_since` is
+    the monotonic time of the first failure since the last batch went through (None while
+    sends succeed), for the health rules.
+    """
 
     def __init__(self, settings: KafkaSettings, spool: Spool) -> None:
         self.settings = settings
         self.spool = spool
         self.counters: Counter[str] = Counter()
+        self.failing_since: float | None = None
+        self.last_error = ""
         self._topics = {s: topics.name(settings.topic_prefix, spec) for s, spec in STREAMS.items()}
         self._wake = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
@@ -74,9 +83,13 @@ class Delivery:
                 try:
                     await asyncio.wait_for(self._send(batch), SEND_TIMEOUT_S)
                     failures = 0
+                    self.failing_since = None
                 except (KafkaError, OSError, TimeoutError) as exc:
                     failures += 1
                     self.counters["send_failures"] += 1
+                    self.last_error = repr(exc)
+                    if self.failing_since is None:
+                        self.failing_since = time.monotonic()
                     await self._drop_producer()
                     low, high = BACKOFF_S
                     delay = min(high, low * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -47,20 +47,33 @@ class StreamEndedError(Exception):
 class TargetStatus:
     """What one target's task has done, for logs, health endpoints and tests.
 
-    `state` is one of connecting, streaming, backoff, failed, stopped. `malformed_updates`
-    counts updates dropped for a missing path or an unreadable value.
+    `state` is one of connecting, streaming, backoff, failed, stopped; `down_since` is the
+    monotonic time it last stopped streaming (or was created), None while streaming.
+    `failures` counts sessions lost or not opened, each followed by a reconnect; `updates`
+    counts the updates of every notification received, `malformed_updates` those dropped for a
+    missing path or an unreadable value.
     """
 
     name: str
     state: str = "connecting"
+    down_since: float | None = field(default_factory=time.monotonic)
     connects: int = 0
     failures: int = 0
     notifications: int = 0
+    updates: int = 0
     messages: int = 0
     malformed_updates: int = 0
     sync_responses: int = 0
     encoding: str = ""
     last_error: str = ""
+
+    def set_state(self, state: str) -> None:
+        """Change `state`, keeping `down_since` in step with it."""
+        if state == "streaming":
+            self.down_since = None
+        elif self.down_since is None:
+            self.down_since = time.monotonic()
+        self.state = state
 
 
 def choose_encoding(supported: list[str], wanted: tuple[str, ...]) -> str:
@@ -123,12 +136,12 @@ class TargetSession:
         attempt = 0
         try:
             while True:
-                self.status.state = "connecting"
+                self.status.set_state("connecting")
                 delivered = False
                 try:
                     delivered = await self._session()
                 except TargetFailedError as exc:
-                    self.status.state = "failed"
+                    self.status.set_state("failed")
                     self.status.last_error = str(exc)
                     log.error(
                         "gnmi target failed, not retried: %s",
@@ -145,7 +158,7 @@ class TargetSession:
                     attempt = 0
                 delay = backoff_delay(self.target, attempt, self._rng)
                 attempt += 1
-                self.status.state = "backoff"
+                self.status.set_state("backoff")
                 log.info(
                     "gnmi reconnect in %.1fs",
                     delay,
@@ -154,7 +167,7 @@ class TargetSession:
                 await asyncio.sleep(delay)
         finally:
             if self.status.state != "failed":
-                self.status.state = "stopped"
+                self.status.set_state("stopped")
 
     def _note_failure(self, reason: str) -> bool:
         """Record a failed or ended session; True if it had delivered data first."""
@@ -215,7 +228,8 @@ class TargetSession:
                 raise StreamEndedError(f"no data for {idle_s:.0f}s") from None
             if response is grpc.aio.EOF:
                 raise StreamEndedError("target closed the stream")
-            self.status.state = "streaming"
+            if self.status.down_since is not None:
+                self.status.set_state("streaming")
             await self._handle(response)
 
     async def _handle(self, response: Any) -> None:
@@ -234,6 +248,7 @@ class TargetSession:
 
     async def _notification(self, notification: Any) -> None:
         self.status.notifications += 1
+        self.status.updates += len(notification.update)
         converted = convert_notification(
             notification,
             source=self.target.name,

@@ -155,6 +155,10 @@ class LogScraper:
             for f in self._followers(p):
                 f.tail.close()
 
+    def open_files(self) -> int:
+        """File contents followed now: current ones and rotated-away ones still draining."""
+        return sum(len(p.retiring) + (p.current is not None) for p in self._paths.values())
+
     async def poll(self) -> None:
         """One round: find new files, notice rotations, read, and send what is due."""
         now = self._clock()

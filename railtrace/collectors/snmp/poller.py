@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,21 +23,31 @@ from railtrace.collectors.snmp.config import SnmpTarget
 from railtrace.collectors.snmp.ifnames import IfNameCache
 from railtrace.collectors.snmp.messages import OperStatusMemory, build_poll
 from railtrace.collectors.snmp.usm import auth_data
-from railtrace.collectors.snmp.walk import SnmpError, walk_columns
+from railtrace.collectors.snmp.walk import SnmpError, SnmpTimeoutError, walk_columns
 
 log = logging.getLogger(__name__)
 
 
+#: Called after every poll with the target's name and how long the poll took (seconds).
+PollObserver = Callable[[str, float], None]
+
+
 @dataclass
 class TargetStats:
-    """Counters of one target, for health endpoints and tests."""
+    """Counters of one target, for health endpoints and tests: `polls` begun, `successes`
+    (the agent answered in full) and `failures` (which include the `timeouts`). `down_since`
+    is the monotonic time of the first failed poll since the last good one (or when polling
+    began), None while the last poll succeeded."""
 
     polls: int = 0
+    successes: int = 0
     failures: int = 0
+    timeouts: int = 0
     emit_failures: int = 0
     state_changes: int = 0
     last_error: str | None = None
     last_duration_s: float | None = None
+    down_since: float | None = field(default_factory=time.monotonic)
 
 
 class SnmpPoller:
@@ -50,9 +60,11 @@ class SnmpPoller:
         *,
         ifnames: IfNameCache | None = None,
         columns: Sequence[str] = oids.POLL_COLUMNS,
+        on_poll: PollObserver | None = None,
     ) -> None:
         self.targets = tuple(targets)
         self.emit = emit
+        self.on_poll = on_poll
         self.ifnames = ifnames if ifnames is not None else IfNameCache()
         self.columns = tuple(columns)
         self.stats = {t.name: TargetStats() for t in self.targets}
@@ -96,7 +108,11 @@ class SnmpPoller:
             raise
         except Exception as exc:  # SnmpError, or pysnmp failing in a way we did not foresee
             stats.failures += 1
+            stats.timeouts += isinstance(exc, SnmpTimeoutError)
+            if stats.down_since is None:
+                stats.down_since = time.monotonic()
             stats.last_error = f"{type(exc).__name__}: {exc}"
+            self._polled(target, stats, started)
             log.warning(
                 "snmp poll failed",
                 extra={
@@ -108,8 +124,9 @@ class SnmpPoller:
                 },
             )
             return None
-        finally:
-            stats.last_duration_s = time.monotonic() - started
+        self._polled(target, stats, started)
+        stats.successes += 1
+        stats.down_since = None
         ts_ns = time.time_ns()
         message = build_poll(target.name, ts_ns, walked)
         self.ifnames.remember_ifnames(target.name, message["ifnames"])
@@ -135,6 +152,12 @@ class SnmpPoller:
             )
             return None
         return outgoing
+
+    def _polled(self, target: SnmpTarget, stats: TargetStats, started: float) -> None:
+        """A poll ended (a cancelled one did not: it is neither timed nor counted)."""
+        stats.last_duration_s = time.monotonic() - started
+        if self.on_poll is not None:
+            self.on_poll(target.name, stats.last_duration_s)
 
     async def poll_forever(self, target: SnmpTarget) -> None:
         """Poll one target every interval_s; a poll longer than that skips the missed ticks

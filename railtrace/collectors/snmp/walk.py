@@ -12,7 +12,7 @@ from typing import Any
 
 from pyasn1.type import univ
 from pysnmp.hlapi.v3arch.asyncio import ContextData, SnmpEngine, bulk_cmd
-from pysnmp.proto import rfc1902, rfc1905
+from pysnmp.proto import errind, rfc1902, rfc1905
 
 from railtrace.collectors.snmp.messages import Scalar
 
@@ -22,6 +22,10 @@ MAX_REQUESTS = 2000
 
 class SnmpError(Exception):
     """A poll that failed: timeout, authentication, an error-status or a misbehaving agent."""
+
+
+class SnmpTimeoutError(SnmpError):
+    """No answer within the target's timeout and retries: an agent away, not one that refused."""
 
 
 def plain(value: Any) -> Scalar:
@@ -78,6 +82,8 @@ async def walk_columns(
             *[(cursor[c], univ.Null("")) for c in asked],
             lookupMib=False,
         )
+        if isinstance(indication, errind.RequestTimedOut):
+            raise SnmpTimeoutError(str(indication))
         if indication:
             raise SnmpError(str(indication))
         if status:

@@ -1,0 +1,102 @@
+"""The four collector roles as one shape: what runs, which metrics it reports, which targets it
+has for the health rules. Each role's packages are imported only when that role is built, so
+a log collector on a GPU node never loads gRPC or pysnmp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.core import Metric
+
+from railtrace.collectors import metrics as m
+from railtrace.collectors.emit import Emit
+from railtrace.collectors.health import TargetState
+from railtrace.settings import CollectSettings
+
+ROLES = ("gnmi", "snmp", "logs", "xid")
+
+
+@dataclass
+class Role:
+    """`work()` runs the collector until cancelled; `families`, `targets` and `detail` are
+    read on every scrape or health check."""
+
+    work: Callable[[], Coroutine[Any, Any, Any]]
+    families: Callable[[], Iterable[Metric]]
+    targets: Callable[[], dict[str, TargetState]] = dict
+    detail: Callable[[], dict[str, Any]] = dict
+
+
+def build(name: str, config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    """Role `name` (one of ROLES) wired to `emit`, reporting into `metrics`."""
+    builders = {"gnmi": _gnmi, "snmp": _snmp, "logs": _logs, "xid": _xid}
+    return builders[name](config, emit, metrics)
+
+
+def _gnmi(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.gnmi import GnmiCollector
+
+    collector = GnmiCollector(config.gnmi, emit)
+
+    def targets() -> dict[str, TargetState]:
+        return {
+            s.name: TargetState(s.down_since, s.state, s.last_error)
+            for s in (session.status for session in collector.sessions)
+        }
+
+    return Role(collector.run, lambda: m.gnmi_families(metrics.role, collector), targets)
+
+
+def _snmp(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.snmp import IfNameCache, SnmpPoller, TrapReceiver
+
+    ifnames = IfNameCache()
+    poller = SnmpPoller(
+        config.snmp.targets, emit, ifnames=ifnames, on_poll=metrics.snmp_poll_observer()
+    )
+    traps = None if config.snmp.traps is None else TrapReceiver(config.snmp.traps, emit, ifnames)
+
+    async def work() -> None:
+        parts: list[Awaitable[Any]] = [poller.run()]
+        if traps is not None:
+            parts.append(traps.serve())
+        try:
+            await asyncio.gather(*parts)
+        finally:
+            poller.close()
+
+    def targets() -> dict[str, TargetState]:
+        return {
+            name: TargetState(
+                s.down_since, "up" if s.down_since is None else "down", s.last_error or ""
+            )
+            for name, s in poller.stats.items()
+        }
+
+    return Role(work, lambda: m.snmp_families(metrics.role, poller, traps), targets)
+
+
+def _logs(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.hosts import LogScraper
+
+    scraper = LogScraper(config.logs, emit)
+    return Role(
+        scraper.run,
+        lambda: m.logs_families(metrics.role, scraper),
+        detail=lambda: {"files_followed": scraper.open_files()},
+    )
+
+
+def _xid(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.hosts import XidScraper
+
+    scraper = XidScraper(config.xid, emit)
+    return Role(
+        scraper.run,
+        lambda: m.xid_families(metrics.role, scraper),
+        detail=lambda: {"source": scraper.source, "quarantined": scraper.policy.quarantined()},
+    )
