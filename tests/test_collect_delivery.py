@@ -6,18 +6,21 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from kafka_support import BOOTSTRAP, require_broker
 
-from railtrace.collectors.delivery import Delivery
+from railtrace.collectors.delivery import DEAD_LETTER_BYTES, Delivery
 from railtrace.collectors.emit import Outgoing
 from railtrace.collectors.spool import Spool
 from railtrace.settings import KafkaSettings
+from railtrace.streams import wire
 from railtrace.streams.worker import kafka, topics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,3 +132,58 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
     got, delivery = asyncio.run(go())
     assert {k: _without_repeats(v) for k, v in got.items()} == _expected(sent)
     assert delivery.spool.dropped.total() == 0
+
+
+def test_records_the_broker_refuses_do_not_block_the_ones_behind_them(tmp_path: Path) -> None:
+    """A line stamped a week ahead goes out with the send time; a record over the size limit
+    becomes a dead letter; everything around them arrives, in order."""
+    require_broker()
+    settings = KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"d{uuid.uuid4().hex[:8]}")
+    now_ns = time.time_ns()
+    future = Outgoing("gnmi", b"leaf1", b"from the future", ts_ns=now_ns + 7 * 86_400 * 10**9)
+    huge = Outgoing("gnmi", b"leaf1", b"x" * (3 * 1024 * 1024), ts_ns=now_ns)
+    good = [Outgoing("gnmi", b"leaf1", b"good %d" % n, ts_ns=now_ns + n) for n in range(300)]
+    sent = [*good[:100], future, *good[100:200], huge, *good[200:]]
+
+    async def go() -> tuple[dict[tuple[str, bytes], list[bytes]], Delivery, list[Any]]:
+        await kafka.ensure_topics(settings)
+        delivery = Delivery(settings, Spool(tmp_path / "spool", max_bytes=10**8))
+        task = asyncio.create_task(delivery.run())
+        try:
+            for m in sent:
+                await delivery(m)
+            await _until(delivery.spool.empty, 60)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        letters = await _read_all(topics.name(settings.topic_prefix, topics.DEAD_LETTERS), settings)
+        return await _received(settings), delivery, letters
+
+    got, delivery, letters = asyncio.run(go())
+    values = got[("gnmi", b"leaf1")]
+    assert [v for v in values if v.startswith(b"good")] == [m.value for m in good]
+    assert values.count(b"from the future") == 1 and huge.value not in values
+    assert delivery.counters["retimed_gnmi"] == 1
+    assert delivery.counters["refused_gnmi"] == 1
+    assert delivery.counters["sent"] == len(sent) - 1
+    (letter,) = [wire.decode_dead_letter(v) for v in letters]
+    assert letter["topic"] == topics.name(settings.topic_prefix, topics.RAW_GNMI)
+    assert "refused by the broker" in letter["reason"]
+    assert letter["value"] == huge.value[:DEAD_LETTER_BYTES]
+
+
+async def _read_all(topic: str, settings: KafkaSettings) -> list[bytes]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(settings.partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        out: list[bytes] = []
+        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out += [r.value or b"" for r in records]
+        return out
+    finally:
+        await consumer.stop()

@@ -5,6 +5,13 @@ sends the spool's head in batches (acks=all, idempotent producer), waits for eve
 acknowledgement, then moves the spool's cursor. While the broker is away the drain task backs
 off (jittered, capped) and the spool absorbs the input, dropping the oldest samples when full;
 when the broker returns, the backlog goes out first, in order.
+
+A record the broker refuses for what it is rather than for the broker's state (a time more
+than the broker's `log.message.timestamp.after.max.ms` ahead, as a host with a wrong clock or
+a kernel line with a wrong year gives; a record over the size limit) would otherwise block the
+spool forever. Such a record is sent again stamped with the send time when its time was the
+problem, and otherwise goes to the dead-letters topic (cut to its first bytes) with the
+reason, so the records behind it flow.
 """
 
 from __future__ import annotations
@@ -17,11 +24,18 @@ from collections import Counter
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    CorruptRecordException,
+    InvalidTimestampError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+)
 
 from railtrace.collectors.emit import Outgoing
 from railtrace.collectors.spool import Spool
 from railtrace.settings import KafkaSettings
+from railtrace.streams import wire
 from railtrace.streams.worker import kafka, topics
 
 log = logging.getLogger(__name__)
@@ -38,6 +52,15 @@ BACKOFF_S = (0.5, 15.0)
 # against an absent broker for as long as it takes), and so does a producer that will not stop.
 SEND_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+#: Errors about the record itself: resending it unchanged can never succeed.
+RECORD_FAULTS = (
+    InvalidTimestampError,
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+    CorruptRecordException,
+)
+#: How much of a refused record its dead letter keeps.
+DEAD_LETTER_BYTES = 64 * 1024
 
 
 class Delivery:
@@ -59,6 +82,7 @@ class Delivery:
         self._wake = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
         self._topics_checked = False
+        self._last_fault = ""
 
     async def __call__(self, message: Outgoing) -> None:
         if message.stream not in self._topics:
@@ -107,18 +131,83 @@ class Delivery:
 
     async def _send(self, batch: list[tuple[Any, Outgoing]]) -> None:
         producer = await self._connect()
-        futures = [
-            await producer.send(
-                self._topics[m.stream],
-                m.value,
-                key=m.key,
-                timestamp_ms=None if m.ts_ns is None else m.ts_ns // 1_000_000,
-            )
-            for _, m in batch
-        ]
-        await asyncio.gather(*futures)
+        pending: list[Any] = []
+        for _, m in batch:
+            try:
+                pending.append(
+                    await producer.send(
+                        self._topics[m.stream],
+                        m.value,
+                        key=m.key,
+                        timestamp_ms=None if m.ts_ns is None else m.ts_ns // 1_000_000,
+                    )
+                )
+            except RECORD_FAULTS as exc:  # refused before it left (over max_request_size)
+                pending.append(exc)
+        results = await asyncio.gather(
+            *(p for p in pending if not isinstance(p, BaseException)), return_exceptions=True
+        )
+        outcomes = iter(results)
+        failed: list[tuple[Outgoing, BaseException]] = []
+        for (_, m), p in zip(batch, pending, strict=True):
+            outcome = p if isinstance(p, BaseException) else next(outcomes)
+            if isinstance(outcome, BaseException):
+                failed.append((m, outcome))
+        if failed and not any(isinstance(e, RECORD_FAULTS) for _, e in failed):
+            raise failed[0][1]  # the broker's state: the whole batch is retried
+        # A refusal also fails what the producer sent after it to that partition (out of
+        # sequence), so every failed record is tried again alone.
+        for m, _ in failed:
+            await self._refused(m)
         self.spool.ack(batch[-1][0])
-        self.counters["sent"] += len(batch)
+        self.counters["sent"] += len(batch) - len(failed)  # _refused counts its own
+
+    async def _alone(self, m: Outgoing, topic: str, value: bytes, ts_ms: int | None) -> bool:
+        """Send one record and wait for it; False when the broker refused the record itself.
+
+        A refusal leaves the idempotent producer's sequence numbers for that partition out of
+        step with the broker's, so the producer is replaced (a new producer id starts clean).
+        """
+        producer = await self._connect()
+        try:
+            await (await producer.send(topic, value, key=m.key, timestamp_ms=ts_ms))
+        except RECORD_FAULTS as exc:
+            self._last_fault = f"{type(exc).__name__}: {exc}"
+            await self._drop_producer()
+            return False
+        return True
+
+    async def _refused(self, m: Outgoing) -> None:
+        """Deliver what can be of a record the broker refused; see the module docstring."""
+        topic = self._topics[m.stream]
+        # The broker answers per partition, so a batch's innocent records share the refusal
+        # of a bad one: each is tried again alone first.
+        ts_ms = None if m.ts_ns is None else m.ts_ns // 1_000_000
+        if await self._alone(m, topic, m.value, ts_ms):
+            self.counters["sent"] += 1
+            return
+        reason = self._last_fault
+        if reason.startswith(InvalidTimestampError.__name__):
+            if await self._alone(m, topic, m.value, None):
+                self.counters[f"retimed_{m.stream}"] += 1
+                self.counters["sent"] += 1
+                log.warning(
+                    "record time refused by the broker; sent stamped with the send time",
+                    extra={"stream": m.stream, "key": m.key, "ts_ns": m.ts_ns},
+                )
+                return
+            reason += f"; sent with the send time: {self._last_fault}"
+        letter = wire.encode_dead_letter(
+            topic, -1, -1, m.key, m.value[:DEAD_LETTER_BYTES], f"refused by the broker: {reason}"
+        )
+        dead = topics.name(self.settings.topic_prefix, topics.DEAD_LETTERS)
+        producer = await self._connect()
+        await (await producer.send(dead, letter, key=topic.encode()))
+        self.counters[f"refused_{m.stream}"] += 1
+        log.error(
+            "record refused by the broker; dead-lettered",
+            extra={"stream": m.stream, "key": m.key, "bytes": len(m.value), "reason": reason},
+        )
 
     async def _connect(self) -> AIOKafkaProducer:
         if self._producer is None:

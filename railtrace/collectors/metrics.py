@@ -163,6 +163,17 @@ def delivery_families(role: str, delivery: Delivery) -> Iterator[Metric]:
         if key.startswith("spooled_"):
             emitted.add_metric([role, key.removeprefix("spooled_")], n)
     yield emitted
+    for kind, what in (
+        ("refused", "Messages the broker refused for what they are (too large, bad), "
+         "dead-lettered instead."),
+        ("retimed", "Messages whose time the broker refused (too far ahead), sent stamped "
+         "with the send time instead."),
+    ):  # fmt: skip
+        family = CounterMetricFamily(PREFIX + f"messages_{kind}", what, labels=["role", "stream"])
+        for key, n in sorted(seen.items()):
+            if key.startswith(f"{kind}_"):
+                family.add_metric([role, key.removeprefix(f"{kind}_")], n)
+        yield family
     yield _counter("messages_delivered", "Messages the broker acknowledged.", role, seen["sent"])
     yield _counter(
         "delivery_failures",
