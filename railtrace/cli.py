@@ -519,6 +519,40 @@ def nodes(
         console.print(node_table(found))
 
 
+@app.command("release-node")
+def release_node(
+    ctx: typer.Context,
+    node: Annotated[str, typer.Argument(help="The node's host name, as `railtrace nodes` shows.")],
+    by: Annotated[str, typer.Option(help="Who releases it (kept in the node's history).")],
+    reason: Annotated[str, typer.Option(help="Why, for the history.")] = "",
+    clear: Annotated[
+        bool,
+        typer.Option(
+            "--clear",
+            help="Only lift a quarantine that is not for suspected silent data corruption "
+            "(a health check passed); without it, any quarantine is lifted.",
+        ),
+    ] = False,
+) -> None:
+    """Put a quarantined GPU node back in service: hand the release to the Xid collector that
+    quarantined it (run this where `railtrace collect xid` runs, with its settings file)."""
+    from railtrace.collectors.hosts import requests
+
+    settings = _settings(ctx)
+    directory = settings.collect.xid.requests_dir
+    if directory is None:
+        raise _fail("collect.xid.requests_dir is not set: the Xid collector takes no requests")
+    request = requests.Request("clear" if clear else "release", node, by, reason)
+    try:
+        path = requests.submit(directory, request)
+    except OSError as exc:
+        raise _fail(f"could not write the request into {directory}: {exc}") from exc
+    console.print(
+        f"Asked the Xid collector to {request.action} {node} ({path}). It applies it within a "
+        "second, or when it next starts; `railtrace nodes` shows the result once stored."
+    )
+
+
 @app.command()
 def serve(
     ctx: typer.Context,

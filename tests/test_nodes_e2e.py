@@ -50,27 +50,28 @@ spool_dir = "{tmp / "spool"}"
 [collect.xid]
 file = "{kern_log}"
 state_file = "{tmp / "xid-state.json"}"
+requests_dir = "{tmp / "xid-requests"}"
 poll_interval_ms = 50
 """
     )
     return path
 
 
-def _node(s: Stack, name: str, timeout: float = 120) -> Any:
+def _node(s: Stack, name: str, quarantined: bool = True, timeout: float = 120) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             body = s.get(f"/v1/nodes/{name}")
-            if body["state"]["quarantined"]:
+            if body["state"]["quarantined"] == quarantined:
                 return body
         except urllib.error.HTTPError as exc:
             if exc.code != 404:
                 raise
         time.sleep(0.5)
-    raise AssertionError(f"{name} never showed as quarantined\n{s.logs()}")
+    raise AssertionError(f"{name} never showed quarantined={quarantined}\n{s.logs()}")
 
 
-def test_an_xid_79_quarantines_its_node_in_the_api_and_garbage_is_dead_lettered(
+def test_an_xid_79_quarantines_its_node_until_released_and_garbage_is_dead_lettered(
     tmp_path: Path,
 ) -> None:
     require_broker()
@@ -96,6 +97,16 @@ def test_an_xid_79_quarantines_its_node_in_the_api_and_garbage_is_dead_lettered(
         assert body["events"][0]["line"] == KERNEL_LOG[2]
         listed = s.get("/v1/nodes?quarantined=true")["nodes"]
         assert [n["node"] for n in listed] == ["gpu7"]
+
+        # The GPU is reseated; the operator puts the node back through the collector.
+        config = str(_config(tmp_path, s, kern_log))
+        asked = s.run(
+            "--config", config, "release-node", "gpu7", "--by", "alice", "--reason", "reseated"
+        )
+        assert asked.returncode == 0, asked.stderr
+        back = _node(s, "gpu7", quarantined=False)
+        assert back["state"]["reason"] == "released by alice (reseated)"
+        assert [e["kind"] for e in back["events"]] == ["release", "xid", "xid"]
     with ChdbStore(s.data) as store:
         reasons = store.select(f"SELECT reason FROM {store.database}.dead_letters")
         assert [r.startswith("node event:") for r in reasons.column("reason").to_pylist()] == [True]

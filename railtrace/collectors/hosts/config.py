@@ -150,6 +150,9 @@ class XidScraperConfig(BaseModel):
     # Quarantine decisions and the Xids already seen (`dmesg -w` and `journalctl -f` repeat
     # old lines when restarted) are kept here; None keeps them in memory only.
     state_file: Path | None = Path("/var/lib/railtrace/xid-state.json")
+    # Where `railtrace release-node` leaves operator requests (release, clear) for this
+    # collector; it looks every second and deletes each once applied. None: no requests.
+    requests_dir: Path | None = Path("/var/lib/railtrace/xid-requests")
     # Fingerprints of Xid lines remembered to recognise repeats.
     remember_lines: int = Field(default=4096, ge=16)
     policy: QuarantineConfig = Field(default_factory=QuarantineConfig)

@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from railtrace.collectors.emit import Emit, Outgoing
-from railtrace.collectors.hosts import nodeevents
+from railtrace.collectors.hosts import nodeevents, requests
 from railtrace.collectors.hosts.atomicfile import write_atomic
 from railtrace.collectors.hosts.config import XidScraperConfig
 from railtrace.collectors.hosts.quarantine import Decision, QuarantinePolicy, XidObservation
@@ -45,6 +45,7 @@ STATE_VERSION = 1
 #: Longest kernel line read from a command; a longer one is skipped and counted.
 MAX_LINE = 1 << 20
 EMIT_RETRY_S = 1.0
+REQUESTS_EVERY_S = 1.0
 
 
 @dataclass(slots=True)
@@ -83,8 +84,45 @@ class XidScraper:
             if self.config.file is not None
             else self._command_forever()
         )
-        async for line in lines:
-            await self.handle_line(line)
+        watcher = asyncio.create_task(self._watch_requests())
+        try:
+            async for line in lines:
+                await self.handle_line(line)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _watch_requests(self) -> None:
+        """Apply operator requests (see `requests`) as they arrive."""
+        directory = self.config.requests_dir
+        if directory is None:
+            return
+        while True:
+            for path, request in requests.pending(directory):
+                await self.apply(request)
+                path.unlink(missing_ok=True)
+            await asyncio.sleep(REQUESTS_EVERY_S)
+
+    async def apply(self, request: requests.Request) -> Decision | None:
+        """Carry out an operator's release or clear; None when the node was not quarantined
+        (or, for clear, is held for suspected silent data corruption)."""
+        if request.action == "release":
+            by = f"{request.by} ({request.reason})" if request.reason else request.by
+            decision = await self.release(request.node, by)
+        else:
+            decision = await self.clear(request.node, request.reason or f"cleared by {request.by}")
+        if decision is None:
+            log.warning(
+                "operator request changed nothing",
+                extra={
+                    "node": request.node,
+                    "action": request.action,
+                    "quarantined": self.policy.is_quarantined(request.node),
+                    "sdc": self.policy.is_sdc_suspect(request.node),
+                },
+            )
+        return decision
 
     async def _command_forever(self) -> AsyncIterator[str]:
         while True:
