@@ -17,6 +17,7 @@ import base64
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -113,10 +114,37 @@ def _update_value(update: Any) -> Any:
 def rfc3339(ts_ns: int) -> str:
     """ns since the epoch as RFC 3339 in UTC, fraction trimmed as Go prints it."""
     seconds, nanos = divmod(ts_ns, 1_000_000_000)
-    text = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    text = _second(seconds)
     if nanos:
         text += "." + f"{nanos:09d}".rstrip("0")
     return text + "Z"
+
+
+@lru_cache(maxsize=64)
+def _second(seconds: int) -> str:
+    # Every notification of a sample interval falls in the same few seconds.
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+#: Paths remembered with their strings; a switch sends the same few thousand every interval.
+PATH_CACHE_SIZE = 1 << 16
+_paths: dict[bytes, tuple[str, str, bool]] = {}
+
+
+def _strings(path: Any) -> tuple[str, str, bool]:
+    """(xpath with keys, xpath without, is a state leaf) of an update's path, memoised on its
+    wire bytes: printing a Path walks its elements in Python, serializing it is one C call."""
+    wire = path.SerializeToString()
+    hit = _paths.get(wire)
+    if hit is None:
+        if len(_paths) >= PATH_CACHE_SIZE:
+            _paths.clear()
+        hit = _paths[wire] = (
+            to_xpath(path),
+            to_xpath(path, keys=False),
+            leaf_name(path) in STATE_LEAVES,
+        )
+    return hit
 
 
 def convert_notification(
@@ -140,9 +168,9 @@ def convert_notification(
         except BadValueError as exc:
             bad.append(f"{to_xpath(update.path)}: {exc}")
             continue
-        key = to_xpath(update.path, keys=False)
-        updates.append({"Path": to_xpath(update.path), "values": {key: value}})
-        state_change = state_change or leaf_name(update.path) in STATE_LEAVES
+        keyed, key, state = _strings(update.path)
+        updates.append({"Path": keyed, "values": {key: value}})
+        state_change = state_change or state
     deletes = [to_xpath(path) for path in notification.delete]
     if not updates and not deletes:
         return Converted(None, ts_ns, False, bad) if bad else None
