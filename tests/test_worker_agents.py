@@ -605,3 +605,55 @@ def test_a_damaged_snapshot_is_counted_and_the_job_carries_on_afresh(
     expected_facts, expected_verdict = embedded(scenario, hung)
     assert list(decoded(w.facts())) == expected_facts
     assert next(iter(decoded(w.verdicts()[-1:]))) == expected_verdict
+
+
+def test_a_partition_taken_away_and_given_back_resumes_from_the_table_not_stale_memory(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs
+) -> None:
+    """Worker A reads the first third and loses the partition; worker B carries on to two
+    thirds; the partition comes back to A, which must resume from B's state in the tables
+    (as Faust recovers them), not from the parser and job view it held before."""
+    third = min(len(lines) for lines in hung.files.values()) // 3
+    key = hung.job_id.encode()
+    a = make_worker(tmp_path / "a", scenario.fabric)
+    b = make_worker(tmp_path / "b", scenario.fabric)
+    raw_logs = a.processor.raw_logs.get_topic_name()
+
+    async def go() -> None:
+        async with Agent(a) as agent:
+            await agent.put_batches(hung.batches(stop=third))
+            await agent.drain()
+        await a.processor._on_revoked(a.processor.app, {TP(raw_logs, 0)})
+        assert a.processor.parsers.live_keys() == []
+        assert hung.job_id not in a.processor.correlator.job_ids()
+        async with Agent(b) as agent:
+            for name in ("log-parsers", "job-views"):
+                b.table(name)[key] = a.table(name).get(key)
+            await agent.put_batches(hung.batches(start=third, stop=2 * third))
+            await agent.drain()
+        for name in ("log-parsers", "job-views"):  # the changelogs A recovers on reassignment
+            a.table(name)[key] = b.table(name).get(key)
+        a.producer.sent.clear()
+        async with Agent(a) as agent:
+            await agent.put_batches(hung.batches(start=2 * third))
+            await agent.drain()
+
+    whole = make_worker(tmp_path / "whole", scenario.fabric)
+
+    async def uninterrupted() -> None:
+        async with Agent(whole) as agent:  # the same slices, in the same order, one worker
+            for start, stop in ((0, third), (third, 2 * third), (2 * third, None)):
+                await agent.put_batches(hung.batches(start=start, stop=stop))
+            await agent.drain()
+
+    run(go())
+    run(uninterrupted())
+    expected_facts, expected_verdict = embedded(scenario, hung)
+    resumed = list(decoded(a.facts()))
+    assert resumed == [f for f in expected_facts if f.origin.line_no > 2 * third]
+    assert resumed, "the last third held no facts: the test would prove nothing"
+    assert next(iter(decoded(a.verdicts()[-1:]))) == expected_verdict
+    # What A saved knows the middle third it never read: B's work, taken from the table.
+    assert orjson.loads(a.table("job-views").get(key)) == orjson.loads(
+        whole.table("job-views").get(key)
+    )

@@ -261,6 +261,10 @@ class Correlator:
         job.verdict = self._evaluate(job)
         return job.verdict
 
+    def job_ids(self) -> list[str]:
+        """The jobs this correlator holds, by id."""
+        return sorted(self._jobs)
+
     def drop(self, job_id: str) -> None:
         """Forget a job (its partition moved to another worker)."""
         self._jobs.pop(job_id, None)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 import faust
 import orjson
 from aiokafka import AIOKafkaConsumer
+from aiokafka.partitioner import murmur2
 from faust.transport.drivers.aiokafka import Producer as FaustProducer
 
 from railtrace.settings import Settings
@@ -142,6 +143,7 @@ class Processor:
         app.task(self.telemetry.run)
         app.task(self._follow_link_events)
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
+        app.on_partitions_revoked.connect(cast(Any, self._on_revoked))
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -182,6 +184,22 @@ class Processor:
         saved ahead of lost outputs would make the redelivered inputs look already done."""
         for future in futures:
             await future
+
+    async def _on_revoked(self, sender: Any, revoked: set[Any], **_: Any) -> None:
+        """Let go of the jobs of raw-log partitions this worker no longer owns. Kept, their
+        parsers and views would go stale while another worker carries on, and if the
+        partition came back they would be resumed instead of the table's newer state."""
+        name = self.raw_logs.get_topic_name()
+        gone = {tp.partition for tp in revoked if tp.topic == name}
+        if not gone:
+            return
+        parts = self.settings.kafka.partitions
+        keys = [k for k in self.parsers.live_keys() if _partition(k, parts) in gone]
+        self.parsers.forget(keys)
+        jobs = [j for j in self.correlator.job_ids() if _partition(j.encode(), parts) in gone]
+        for job_id in jobs:
+            self.correlator.drop(job_id)
+        log.info("partitions revoked", extra={"partitions": sorted(gone), "jobs": len(jobs)})
 
     # -- agents -----------------------------------------------------------------------------
 
@@ -313,3 +331,9 @@ class _Parsers:
         if snap.get("v") != 1:
             raise ValueError(f"unknown parser-set snapshot version {snap.get('v')!r}")
         return cls({s: LogParser.restore(p) for s, p in snap["parsers"].items()})
+
+
+def _partition(key: bytes, partitions: int) -> int:
+    """The partition the default (murmur2) partitioner gives `key`, as the log shippers and
+    the tables use it."""
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions

@@ -57,6 +57,16 @@ class SnapshotCache(Generic[T]):
             self._live[key] = obj
         return obj
 
+    def live_keys(self) -> list[bytes]:
+        """The keys with a live object."""
+        return list(self._live)
+
+    def forget(self, keys: Iterable[bytes]) -> None:
+        """Drop the live objects of `keys` (their partition moved to another worker): if it
+        comes back, they are restored from the table, which has what the other worker did."""
+        for key in keys:
+            self._live.pop(key, None)
+
     def save(self, keys: Iterable[bytes]) -> None:
         for key in keys:
             self._table[key] = orjson.dumps(self._snapshot(self._live[key]))
