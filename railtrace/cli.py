@@ -700,5 +700,11 @@ def collect_xid(ctx: typer.Context) -> None:
     _run_collector(ctx, "xid")
 
 
+@collect_app.command("ufm")
+def collect_ufm(ctx: typer.Context) -> None:
+    """Poll the `collect.ufm` UFM Telemetry endpoints (InfiniBand counters over HTTP)."""
+    _run_collector(ctx, "ufm")
+
+
 def main() -> None:
     app()

@@ -23,6 +23,7 @@ from pydantic_settings import (
 from railtrace.collectors.gnmi.config import GnmiTarget
 from railtrace.collectors.hosts.config import LogScraperConfig, XidScraperConfig
 from railtrace.collectors.snmp.config import SnmpCollectorConfig
+from railtrace.collectors.ufm.config import UfmCollectorConfig
 
 
 class StoreSettings(BaseModel):
@@ -115,6 +116,7 @@ class CollectSettings(BaseModel):
         snmp: str = "127.0.0.1:9465"
         logs: str = "127.0.0.1:9466"
         xid: str = "127.0.0.1:9467"
+        ufm: str = "127.0.0.1:9468"
 
     metrics_listen: MetricsListen = Field(default_factory=MetricsListen)
     # /healthz reports a collector unhealthy once none of its targets has been up, or sending
@@ -124,6 +126,7 @@ class CollectSettings(BaseModel):
     snmp: SnmpCollectorConfig = Field(default_factory=SnmpCollectorConfig)
     logs: LogScraperConfig = Field(default_factory=LogScraperConfig)
     xid: XidScraperConfig = Field(default_factory=XidScraperConfig)
+    ufm: UfmCollectorConfig = Field(default_factory=UfmCollectorConfig)
 
 
 class AttributionSettings(BaseModel):

@@ -1,9 +1,11 @@
 """The Prometheus metrics of one collector process, on a registry of its own.
 
 Every metric is named `railtrace_collector_*` and labelled with the process's `role`, and with
-`target` (a gNMI target or SNMP agent, by its configured name) where it is about one. Nearly all
+`target` (a gNMI target, SNMP agent or UFM endpoint, by its configured name) where it is about
+one. Nearly all
 are read at scrape time from counters the components keep anyway (`Delivery.counters`, the
-spool, gNMI `TargetStatus`, SNMP `TargetStats` / `TrapStats`, `ScraperStats`, `XidStats`), so
+spool, gNMI `TargetStatus`, SNMP `TargetStats` / `TrapStats`, `ScraperStats`, `XidStats`,
+UFM `EndpointStats`), so
 the hot path pays nothing for them; the one metric observed as it happens is the SNMP poll
 duration histogram, once per poll. The tables below are the one list of names and meanings
 (deploy/collectors/README.md documents each, and a test checks it does).
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from railtrace.collectors.hosts import LogScraper, XidScraper
     from railtrace.collectors.snmp import SnmpPoller, TrapReceiver
     from railtrace.collectors.snmp.poller import PollObserver
+    from railtrace.collectors.ufm.collector import UfmCollector
 
 PREFIX = "railtrace_collector_"
 
@@ -87,6 +90,26 @@ XID_COUNTERS = (
         "xid_emit_errors",
         "Node events delivery refused (spool not writable); retried.",
     ),
+)
+UFM_COUNTERS = (
+    ("successes", "ufm_poll_successes", "Polls the endpoint answered (HTTP 200)."),
+    ("failures", "ufm_poll_failures", "Polls that failed: refused, timed out, HTTP error."),
+    ("samples", "ufm_samples", "Sample lines read from the endpoint."),
+    (
+        "malformed",
+        "ufm_malformed",
+        "Lines that did not parse and samples whose value is no usable number or state.",
+    ),
+    ("unmapped_samples", "ufm_unmapped_samples", "Samples of node GUIDs the switches file lacks."),
+    (
+        "not_mapped",
+        "ufm_not_mapped_samples",
+        "Samples of named switches with no OpenConfig meaning (or no port number).",
+    ),
+    ("stale", "ufm_stale_switches", "Switch messages skipped: UFM's sample time had not moved."),
+    ("messages", "ufm_messages", "Messages emitted (one per switch per poll)."),
+    ("state_changes", "ufm_state_changes", "Messages in which a port's oper-status changed."),
+    ("emit_failures", "ufm_emit_failures", "Messages delivery refused (spool not writable)."),
 )
 
 Stats = tuple[list[str], Any]  # (label values, the object whose attributes are read)
@@ -277,6 +300,26 @@ def xid_families(role: str, scraper: XidScraper) -> Iterator[Metric]:
         len(scraper.policy.quarantined()),
     )
     yield from counters(XID_COUNTERS, ["role"], [([role], scraper.stats)])
+
+
+def ufm_families(role: str, collector: UfmCollector) -> Iterator[Metric]:
+    stats = sorted(collector.stats.items())
+    up = GaugeMetricFamily(
+        PREFIX + "ufm_endpoint_up",
+        "1 when the UFM Telemetry endpoint answered the last poll, 0 otherwise.",
+        labels=["role", "target"],
+    )
+    unmapped = GaugeMetricFamily(
+        PREFIX + "ufm_unmapped_guids",
+        "Node GUIDs in the endpoint's last good poll that the switches file does not name.",
+        labels=["role", "target"],
+    )
+    for name, s in stats:
+        up.add_metric([role, name], s.down_since is None)
+        unmapped.add_metric([role, name], s.unmapped_guids)
+    yield up
+    yield unmapped
+    yield from counters(UFM_COUNTERS, ["role", "target"], (([role, n], s) for n, s in stats))
 
 
 def health_family(role: str, ok: bool) -> Metric:

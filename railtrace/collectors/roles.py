@@ -1,4 +1,4 @@
-"""The four collector roles as one shape: what runs, which metrics it reports, which targets it
+"""The collector roles as one shape: what runs, which metrics it reports, which targets it
 has for the health rules. Each role's packages are imported only when that role is built, so
 a log collector on a GPU node never loads gRPC or pysnmp.
 """
@@ -17,7 +17,7 @@ from railtrace.collectors.emit import Emit
 from railtrace.collectors.health import TargetState
 from railtrace.settings import CollectSettings
 
-ROLES = ("gnmi", "snmp", "logs", "xid")
+ROLES = ("gnmi", "snmp", "logs", "xid", "ufm")
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Role:
 
 def build(name: str, config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
     """Role `name` (one of ROLES) wired to `emit`, reporting into `metrics`."""
-    builders = {"gnmi": _gnmi, "snmp": _snmp, "logs": _logs, "xid": _xid}
+    builders = {"gnmi": _gnmi, "snmp": _snmp, "logs": _logs, "xid": _xid, "ufm": _ufm}
     return builders[name](config, emit, metrics)
 
 
@@ -100,3 +100,23 @@ def _xid(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Ro
         lambda: m.xid_families(metrics.role, scraper),
         detail=lambda: {"source": scraper.source, "quarantined": scraper.policy.quarantined()},
     )
+
+
+def _ufm(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.ufm import load_switches
+    from railtrace.collectors.ufm.collector import UfmCollector
+
+    ufm = config.ufm
+    if ufm.switches is None:
+        raise ValueError("collect.ufm has no endpoints and no switches file to name them")
+    collector = UfmCollector(ufm, load_switches(ufm.switches, ufm.interface_template), emit)
+
+    def targets() -> dict[str, TargetState]:
+        return {
+            name: TargetState(
+                s.down_since, "up" if s.down_since is None else "down", s.last_error or ""
+            )
+            for name, s in collector.stats.items()
+        }
+
+    return Role(collector.run, lambda: m.ufm_families(metrics.role, collector), targets)

@@ -35,7 +35,9 @@ found. IB port counters (SymbolErrorCounterExtended, PortRcvErrorsExtended, Effe
 Symbol_BER, Raw_Errors_Lane_N) come from UFM Telemetry over HTTP/Prometheus, not gNMI,
 https://docs.nvidia.com/networking/display/UFMSDNAppUMv4181/
 High-Frequency+(Primary)+Telemetry+Fields ; an IB port is named by (node GUID, port
-number), not an interface name. That is a different collector.
+number), not an interface name. railtrace takes UFM Telemetry in with `railtrace collect ufm`
+(`railtrace.collectors.ufm`), which names ports from a GUID mapping file and translates the
+counters into this topic's format under OpenConfig paths.
 """
 
 from __future__ import annotations
