@@ -27,8 +27,10 @@ from railtrace.collectors.gnmi import (  # noqa: E402
     GnmiTarget,
     TlsSettings,
 )
-from railtrace.streams.records import Metric  # noqa: E402
+from railtrace.streams.records import CablingKind, Endpoint, Metric  # noqa: E402
 from railtrace.streams.telemetry import decode_message  # noqa: E402
+from railtrace.streams.telemetry.gnmic import decode_with_lldp  # noqa: E402
+from railtrace.topology.lldp import CablingWatch, PlanIndex  # noqa: E402
 
 FAST = Backoff(initial_s=0.05, max_s=0.2)
 
@@ -109,10 +111,11 @@ def test_samples_decode_to_telemetry_values(encodings: tuple[str, ...]) -> None:
             ("Ethernet1", "up"),
             ("Ethernet2", "up"),
         }
-        # oper-status messages are marked as state changes, counter samples are not
+        # oper-status messages (and the session's LLDP re-sync marker, which has only
+        # deletes) are marked as state changes, counter samples are not
         for m in collected.on("gnmi"):
             body = orjson.loads(m.value)
-            is_status = body["updates"][0]["Path"] == "oper-status"
+            is_status = "updates" not in body or body["updates"][0]["Path"] == "oper-status"
             assert m.state_change is is_status
             assert m.ts_ns == body["timestamp"]
 
@@ -299,3 +302,51 @@ def test_target_config_refuses_plaintext_unless_asked() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         GnmiTarget(name="leaf1", address="10.0.0.1:6030", insecure=True, sample_interval_s=0.5)
     assert GnmiTarget(name="l", address="a:1", insecure=True).sample_interval_ns == 10**10
+
+
+def test_a_new_session_starts_the_lldp_table_afresh_so_a_neighbour_lost_meanwhile_goes() -> None:
+    """The switch loses a neighbour while no session is up; the next session's dump does not
+    mention it, and only the collector's re-sync marker tells the worker it is gone."""
+    plan = PlanIndex(
+        [
+            (Endpoint("leaf1", "Ethernet1"), Endpoint("hgx-01", "mlx5_0")),
+            (Endpoint("leaf1", "Ethernet2"), Endpoint("hgx-02", "mlx5_0")),
+        ]
+    )
+    state = SwitchState(
+        drop_after=6,  # counters (2), oper-status (2), neighbours (2): then the stream ends
+        lldp={"Ethernet1": ("hgx-01", "mlx5_0"), "Ethernet2": ("hgx-02", "mlx5_0")},
+    )
+    slow = Backoff(initial_s=1.0, max_s=1.0)  # time to unplug between the two sessions
+
+    def lldp_messages(collected: Collected) -> list[Any]:
+        return [m for m in collected.on("gnmi") if b"lldp" in m.value]
+
+    async def main() -> Collected:
+        server = await GnmiServer(state).start()
+        collected = Collected()
+        leaf1 = target("leaf1", server.address).model_copy(update={"backoff": slow})
+        collector = GnmiCollector([leaf1], collected)
+        task = asyncio.create_task(collector.run())
+        try:
+            await until(lambda: len(lldp_messages(collected)) >= 3)  # marker + 2 neighbours
+            state.lldp.pop("Ethernet2")  # unplugged while the session is down: no delete sent
+            await until(lambda: state.streams >= 2 and len(lldp_messages(collected)) >= 5)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await server.stop()
+        return collected
+
+    collected = asyncio.run(main())
+    # A table re-filling within the settle time raises nothing; what stays missing does.
+    watch = CablingWatch("leaf1", plan, settle_ns=500_000_000)
+    events = []
+    for m in lldp_messages(collected):
+        for update in decode_with_lldp(orjson.loads(m.value))[1]:
+            events += watch.apply(update)
+    events += watch.tick(max(m.ts_ns or 0 for m in lldp_messages(collected)) + 10**10)
+    assert watch.neighbours() == {"Ethernet1": [Endpoint("hgx-01", "mlx5_0")]}
+    assert [(e.interface, e.kind) for e in events] == [("Ethernet2", CablingKind.MISSING)]
+    assert all(m.state_change for m in lldp_messages(collected))

@@ -24,8 +24,11 @@ import orjson
 
 from .xpaths import leaf_name, to_xpath
 
-#: Leaves whose updates are state changes: delivery keeps them when it has to drop samples.
+#: What makes a notification a state change, which delivery keeps when it has to drop
+#: samples: an update of one of these leaves, or an update or delete under one of these
+#: top-level containers (LLDP neighbours, which come ON_CHANGE).
 STATE_LEAVES = frozenset({"oper-status"})
+STATE_ROOTS = frozenset({"lldp"})
 
 # Encoding numbers of the deprecated `Value.type` (gnmi.Encoding): JSON, BYTES, PROTO, ASCII,
 # JSON_IETF. Only the JSON ones and ASCII are readable without a schema.
@@ -142,7 +145,7 @@ def _strings(path: Any) -> tuple[str, str, bool]:
         hit = _paths[wire] = (
             to_xpath(path),
             to_xpath(path, keys=False),
-            leaf_name(path) in STATE_LEAVES,
+            leaf_name(path) in STATE_LEAVES or _root(path) in STATE_ROOTS,
         )
     return hit
 
@@ -183,13 +186,19 @@ def convert_notification(
     if notification.HasField("prefix"):
         if prefix := to_xpath(notification.prefix):
             message["prefix"] = prefix
+            state_change = state_change or _root(notification.prefix) in STATE_ROOTS
         if notification.prefix.target:
             message["target"] = str(notification.prefix.target)
     if updates:
         message["updates"] = updates
     if deletes:
         message["deletes"] = deletes
+        state_change = state_change or any(_root(p) in STATE_ROOTS for p in notification.delete)
     return Converted(message, ts_ns, state_change, bad)
+
+
+def _root(path: Any) -> str:
+    return str(path.elem[0].name).rpartition(":")[2] if len(path.elem) else ""
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -23,7 +23,7 @@ from ...proto.gen import gnmi_pb2, gnmi_pb2_grpc
 from ..emit import Emit, Outgoing
 from .channel import call_metadata, open_channel
 from .config import GnmiTarget
-from .convert import convert_notification, encode
+from .convert import convert_notification, encode, rfc3339
 from .errors import TargetFailedError
 from .profiles import PROFILES, Profile
 from .xpaths import from_xpath
@@ -110,6 +110,10 @@ def subscribe_request(profile: Profile, sample_interval_ns: int, encoding: str) 
             encoding=gnmi_pb2.Encoding.Value(encoding),
         )
     )
+
+
+#: What a session's LLDP re-sync replaces: every interface's neighbours.
+LLDP_ROOT = "lldp/interfaces"
 
 
 def backoff_delay(target: GnmiTarget, attempt: int, rng: random.Random) -> float:
@@ -230,7 +234,28 @@ class TargetSession:
                 raise StreamEndedError("target closed the stream")
             if self.status.down_since is not None:
                 self.status.set_state("streaming")
+                await self._lldp_resync()
             await self._handle(response)
+
+    async def _lldp_resync(self) -> None:
+        """Say that the LLDP table starts afresh with this session.
+
+        A new Subscribe re-sends every neighbour the switch has now, but nothing about those
+        that went away while no session was up; without this, such a neighbour would stay in
+        the worker's table for good (a cable moved during an outage would show both ends).
+        """
+        if not any("lldp" in path for path in self.profile.on_change):
+            return
+        now = time.time_ns()
+        message = {
+            "source": self.target.name,
+            "subscription-name": self.profile.name,
+            "timestamp": now,
+            "time": rfc3339(now),
+            "deletes": [LLDP_ROOT],
+        }
+        await self.emit(Outgoing("gnmi", self.target.name.encode(), encode(message), True, now))
+        self.status.messages += 1
 
     async def _handle(self, response: Any) -> None:
         kind = response.WhichOneof("response")
