@@ -657,6 +657,58 @@ def _say_truth(truth: dict[str, object]) -> None:
         console.print("Simulated fault: none (only unrelated anomalies on idle links)")
 
 
+db_app = typer.Typer(
+    help="The store's schema: versioned migrations, applied to embedded chDB (--data) or to the "
+    "ClickHouse server of store.clickhouse_url.",
+    no_args_is_help=True,
+)
+app.add_typer(db_app, name="db")
+
+
+def _open_for_schema(settings: Settings) -> Store:
+    from railtrace.store import StoreError, StoreLockedError, open_store
+
+    try:
+        return open_store(settings.store)
+    except StoreLockedError as exc:
+        raise _fail(str(exc)) from exc
+    except StoreError as exc:
+        raise _fail(f"cannot open the store: {exc}") from exc
+
+
+@db_app.command("migrate")
+def db_migrate(ctx: typer.Context, data: DataOpt = None) -> None:
+    """Apply the schema migrations the store lacks (safe to run again: applies nothing)."""
+    settings = _settings(ctx, data)
+    store = _open_for_schema(settings)
+    try:
+        applied = store.migrate()
+    finally:
+        store.close()
+    if not applied:
+        console.print("The schema is up to date; nothing to apply.")
+    for m in applied:
+        console.print(f"applied {m.version:>4}  {m.name}")
+
+
+@db_app.command("status")
+def db_status(ctx: typer.Context, data: DataOpt = None) -> None:
+    """List the schema migrations and which the store has; exits 3 while some are pending."""
+    settings = _settings(ctx, data)
+    if not settings.store.clickhouse_url and not settings.store.data_dir.is_dir():
+        raise _fail(f"no data directory {settings.store.data_dir}; run `railtrace db migrate`")
+    store = _open_for_schema(settings)
+    try:
+        found = store.migration_status()
+    finally:
+        store.close()
+    for st in found:
+        when = f"applied {st.applied_at} UTC" if st.applied_at else "[yellow]pending[/]"
+        console.print(f"{st.version:>4}  {st.name:<55} {when}")
+    if any(st.applied_at is None for st in found):
+        raise typer.Exit(3)
+
+
 collect_app = typer.Typer(
     help="Gather inputs onto the raw Kafka topics: one collector role per process, configured "
     "in the `collect` section of the settings file (--config); a disk spool covers broker "

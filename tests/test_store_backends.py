@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import store_samples as s
 
-from railtrace.store import NodeSummary, StoreError
+from railtrace.store import NodeSummary, StoreError, migrations
 from railtrace.store.chdb_store import ChdbStore
+from railtrace.store.schema import statements
 from railtrace.store.sql_store import SqlStore
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, JobState, NodeEvent
 
@@ -380,3 +381,42 @@ def test_node_state_is_what_its_newest_event_left_with_the_last_decision(store: 
     assert store.node_summary("gpu9") is None
     assert store.node_events("gpu1") == gpu1[::-1]
     assert store.node_events("gpu1", limit=1, offset=1) == [gpu1[1]]
+
+
+def test_migrate_records_every_version_once_and_a_second_run_applies_nothing(
+    open_raw: Callable[..., SqlStore],
+) -> None:
+    store = open_raw()
+    assert [m.version for m in store.migrate()] == [m.version for m in migrations.MIGRATIONS]
+    assert store.migrate() == []
+    assert all(s.applied_at is not None for s in store.migration_status())
+    store.ping()
+
+
+def test_a_database_from_before_the_ledger_is_adopted_without_losing_rows(
+    open_raw: Callable[..., SqlStore],
+) -> None:
+    store = open_raw()
+    for sql in statements(store.database):  # how railtrace made its schema before migrations
+        store._execute(sql)
+    store.write_verdicts([s.verdict("slurm-1", JobState.STALLED)])
+    assert len(store.migrate()) == len(migrations.MIGRATIONS)
+    assert store.get_verdict("slurm-1") is not None
+
+
+def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., SqlStore]) -> None:
+    store = open_raw()
+    first = migrations.MIGRATIONS[0]
+    store._execute(f"CREATE DATABASE IF NOT EXISTS {store.database}")
+    store._execute(migrations.ledger_sql(store.database))
+    for sql in first.statements(store.database):
+        store._execute(sql)
+    store._execute(
+        f"INSERT INTO {store.database}.{migrations.LEDGER} (version, name) VALUES (1, 'v1')"
+    )
+    with pytest.raises(StoreError, match="run migrate"):
+        store.ping()
+    assert [s.applied_at is not None for s in store.migration_status()] == [True, False]
+    assert [m.version for m in store.migrate()] == [2]
+    store.ping()
+    assert store.count("node_events") == 0

@@ -24,6 +24,8 @@ from railtrace.streams.records import (
 )
 
 if TYPE_CHECKING:
+    from railtrace.store.migrations import Migration
+    from railtrace.store.migrations import Status as MigrationStatus
     from railtrace.store.owner import Owner
 
 
@@ -86,8 +88,13 @@ class Store(Protocol):
     """Writes take records (plus the resolved link id for telemetry) and return once the rows
     are stored; a retried identical batch is dropped, so writers may retry freely."""
 
-    def migrate(self) -> None:
-        """Create the database and tables if missing; safe to run on every start."""
+    def migrate(self) -> list[Migration]:
+        """Apply the schema migrations the database lacks (see `migrations`); returns those
+        applied. Safe to run on every start."""
+        ...
+
+    def migration_status(self) -> list[MigrationStatus]:
+        """Every schema migration, with when this database got it (None: pending)."""
         ...
 
     def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None: ...

@@ -15,6 +15,7 @@ from typing import Any, Self, TypeVar
 
 import pyarrow as pa
 
+from railtrace.store import migrations
 from railtrace.store import rows as to_arrow
 from railtrace.store.base import JobSummary, NodeSummary, StoreError
 from railtrace.store.schema import (
@@ -23,7 +24,6 @@ from railtrace.store.schema import (
     Table,
     check_identifier,
     qualified,
-    statements,
 )
 from railtrace.store.verdict_codec import decode_verdict
 from railtrace.streams.records import (
@@ -148,10 +148,28 @@ class SqlStore(ABC):
     def _name(self, table: str) -> str:
         return qualified(self.database, table)
 
-    def migrate(self) -> None:
-        for sql in statements(self.database):
-            self._execute(sql)
-        log.info("schema applied", extra={"database": self.database, "tables": len(TABLES)})
+    def migrate(self) -> list[migrations.Migration]:
+        applied = migrations.apply(self)
+        log.info(
+            "schema migrated",
+            extra={"database": self.database, "applied": [m.version for m in applied]},
+        )
+        return applied
+
+    def applied_versions(self) -> dict[int, str]:
+        """Migration version -> when it was applied (UTC), from the ledger."""
+        ledger = qualified(self.database, migrations.LEDGER)
+        rows = self.select(
+            f"SELECT version, toString(applied_at) AS at FROM {ledger} FINAL ORDER BY version"
+        ).to_pylist()
+        return {int(r["version"]): str(r["at"]) for r in rows}
+
+    def migration_status(self) -> list[migrations.Status]:
+        try:
+            done = self.applied_versions()
+        except Exception:  # no database or ledger yet: nothing applied
+            done = {}
+        return migrations.status(done)
 
     def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None:
         self._write("link_samples", rows, to_arrow.link_samples)
