@@ -339,3 +339,15 @@ class NodeDetailOut(BaseModel):
     events: list[NodeEventOut] = Field(description="Newest first, one page of them.")
     limit: int
     offset: int
+
+
+class TimelineOut(BaseModel):
+    job_id: str
+    state: JobState | None = Field(description="The current verdict's state; null if none yet.")
+    events: list[EvidenceOut] = Field(
+        description="What happened, oldest first: the job's transport errors, watchdog "
+        "timeouts, Xids and RAS reports, and the events of every link its verdict weighed."
+    )
+    total: int
+    limit: int
+    offset: int

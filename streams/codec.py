@@ -89,6 +89,8 @@ def _rebuild(hint: Any, raw: Any) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint(raw)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if isinstance(raw, dict) and "t" not in raw:  # the field's type says what it is
+            raw = {**raw, "t": hint.__name__}
         return decode(raw, hint)
     if hint is bytes and isinstance(raw, str):
         return raw.encode()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 
 from railtrace.api.deps import JobId, Limit, Offset, StateFilter, StoreDep
-from railtrace.api.schemas import JobListOut, JobSummaryOut, VerdictOut
+from railtrace.api.schemas import EvidenceOut, JobListOut, JobSummaryOut, TimelineOut, VerdictOut
+from railtrace.streams.attribution import evidence
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -31,3 +32,45 @@ def get_verdict(store: StoreDep, job_id: JobId) -> VerdictOut:
             detail=f"no job '{job_id}' in this store; GET /v1/jobs lists the known jobs",
         )
     return VerdictOut.from_record(verdict)
+
+
+#: How far before a stall the timeline looks for link events: the attribution's default
+#: lookback, so the timeline shows at least what the verdict weighed.
+LINK_LOOKBACK_NS = 300 * 10**9
+
+
+@router.get("/{job_id}/timeline", responses={404: {"description": "Nothing stored for this job."}})
+def get_timeline(
+    store: StoreDep, job_id: JobId, limit: Limit = 100, offset: Offset = 0
+) -> TimelineOut:
+    """Every event that led to the job's verdict, in order: what its logs reported and what
+    happened on the links its verdict weighed, from before the stall until the verdict."""
+    verdict = store.get_verdict(job_id)
+    lines = [e for f in store.job_events(job_id) if (e := evidence.of_fact(f)) is not None]
+    if verdict is None and not lines:
+        raise HTTPException(
+            status_code=404,
+            detail=f"no job '{job_id}' in this store; GET /v1/jobs lists the known jobs",
+        )
+    if verdict is not None:
+        links = {c.link.link_id for c in verdict.candidates if c.link is not None}
+        if verdict.cause_link is not None:
+            links.add(verdict.cause_link.link_id)
+        times = [e.ts_ns for e in lines] + [e.ts_ns for e in verdict.evidence]
+        start = min([*times, verdict.stalled_at_ns or 2**62])
+        end = max([*times, verdict.decided_at_ns or 0, verdict.stalled_at_ns or 0])
+        lines += [
+            evidence.link_event(e, lid)
+            for e, lid in store.link_events_between(
+                sorted(links), start - LINK_LOOKBACK_NS, max(end, start)
+            )
+        ]
+    lines.sort(key=lambda e: (e.ts_ns, e.source, e.kind, e.subject))
+    return TimelineOut(
+        job_id=job_id,
+        state=None if verdict is None else verdict.state,
+        events=[EvidenceOut.from_record(e) for e in lines[offset : offset + limit]],
+        total=len(lines),
+        limit=limit,
+        offset=offset,
+    )

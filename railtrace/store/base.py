@@ -146,6 +146,16 @@ class Store(Protocol):
         """One node's Xids and decisions, newest first."""
         ...
 
+    def job_events(self, job_id: str, limit: int = 10_000) -> list[JobFact]:
+        """The job's facts that happened at a moment (errors, timeouts, Xids), in order."""
+        ...
+
+    def link_events_between(
+        self, link_ids: Sequence[str], since_ns: int, until_ns: int, limit: int = 10_000
+    ) -> list[tuple[LinkEvent, str]]:
+        """Events of these links in [since_ns, until_ns], oldest first, with their link id."""
+        ...
+
     def count(self, table: str) -> int:
         """Rows in `table`; one per key for the ReplacingMergeTree tables."""
         ...

@@ -75,7 +75,8 @@ class ChdbStore(SqlStore):
         )
 
     def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
-        result: pa.Table = self._live().query(sql, "ArrowTable", params=dict(params or {}))
+        bound = {k: _param(v) for k, v in (params or {}).items()}
+        result: pa.Table = self._live().query(sql, "ArrowTable", params=bound)
         return result
 
     def close(self) -> None:
@@ -86,3 +87,15 @@ class ChdbStore(SqlStore):
         self._session = None
         remove_owner(self.data_dir)
         log.info("chdb store closed", extra={"data_dir": str(self.data_dir)})
+
+
+def _param(value: Any) -> Any:
+    """A query parameter as chDB takes it: a list of strings in ClickHouse's text form for
+    `Array(String)` (`['a','b']`), which chDB does not produce itself; the rest as given."""
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_quoted(str(v)) for v in value) + "]"
+    return value
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -47,6 +47,7 @@ FACT_KINDS: dict[type[JobFact], str] = {
     XidEvent: "xid",
     RasReport: "ras-report",
 }
+FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 
 
 def _table(name: str, columns: dict[str, list[Any]]) -> pa.Table:

@@ -11,8 +11,9 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
+import orjson
 import pyarrow as pa
 
 from railtrace.store import migrations
@@ -26,6 +27,7 @@ from railtrace.store.schema import (
     qualified,
 )
 from railtrace.store.verdict_codec import decode_verdict
+from railtrace.streams import codec
 from railtrace.streams.records import (
     CablingEvent,
     CablingKind,
@@ -35,6 +37,7 @@ from railtrace.streams.records import (
     JobFact,
     JobState,
     LinkEvent,
+    LinkEventKind,
     LinkSample,
     NodeEvent,
     Verdict,
@@ -100,6 +103,25 @@ FROM {events} FINAL
 WHERE node = {{node:String}}
 ORDER BY ts DESC, kind, pci
 LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
+
+# The job facts that happened at a moment (the rest describe the job's structure).
+_EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
+
+_JOB_EVENTS_SQL = """\
+SELECT kind, detail
+FROM {facts} FINAL
+WHERE job_id = {{job_id:String}} AND kind IN {{kinds:Array(String)}}
+ORDER BY ts, origin_source, origin_line
+LIMIT {{limit:UInt32}}"""
+
+_LINK_EVENTS_SQL = """\
+SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, kind, value, detail
+FROM {events} FINAL
+WHERE link_id IN {{links:Array(String)}}
+  AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
+  AND ts <= fromUnixTimestamp64Nano({{until:Int64}})
+ORDER BY ts, device, interface, kind
+LIMIT {{limit:UInt32}}"""
 
 _PING_SQL = "SELECT name FROM system.tables WHERE database = {database:String}"
 
@@ -330,6 +352,48 @@ class SqlStore(ABC):
                 r["source"],
             )
             for r in rows
+        ]
+
+    def job_events(self, job_id: str, limit: int = 10_000) -> list[JobFact]:
+        """The job's facts that happened at a moment (transport errors, watchdog timeouts,
+        Xids, RAS reports), in the order they happened. A row that no longer decodes (a
+        record type changed since) is logged and left out rather than failing the read."""
+        sql = _JOB_EVENTS_SQL.format(facts=self._name("job_facts"))
+        params = {"job_id": job_id, "kinds": list(_EVENT_FACT_KINDS), "limit": limit}
+        out: list[JobFact] = []
+        for r in self.select(sql, params).to_pylist():
+            cls = to_arrow.FACT_TYPES[r["kind"]]
+            try:
+                raw = {**orjson.loads(r["detail"]), "t": cls.__name__}
+                out.append(cast(JobFact, codec.decode(raw, cls)))
+            except (codec.CodecError, orjson.JSONDecodeError) as exc:
+                log.error(
+                    "stored job fact unreadable",
+                    extra={"job": job_id, "kind": r["kind"], "reason": str(exc)},
+                )
+        return out
+
+    def link_events_between(
+        self, link_ids: Sequence[str], since_ns: int, until_ns: int, limit: int = 10_000
+    ) -> list[tuple[LinkEvent, str]]:
+        """Events of these links in [since_ns, until_ns], oldest first, with their link id."""
+        if not link_ids:
+            return []
+        sql = _LINK_EVENTS_SQL.format(events=self._name("link_events"))
+        params = {"links": list(link_ids), "since": since_ns, "until": until_ns, "limit": limit}
+        return [
+            (
+                LinkEvent(
+                    r["ts_ns"],
+                    r["device"],
+                    r["interface"],
+                    LinkEventKind(r["kind"]),
+                    r["value"],
+                    r["detail"],
+                ),
+                r["link_id"],
+            )
+            for r in self.select(sql, params).to_pylist()
         ]
 
     def count(self, table: str) -> int:

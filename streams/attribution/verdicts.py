@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.scoring import (
@@ -99,7 +100,7 @@ def _link_candidate(
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
     score = combine([s for s, _ in scored]) * path_factor(crossing)
     evidence = [
-        Evidence(e.ts_ns, "gnmi", str(e.kind), lid, f"{e.device}:{e.interface} {e.detail}".strip())
+        as_evidence.link_event(e, lid)
         for _, e in sorted(scored, key=lambda se: (-se[0], order(se[1])))[:4]
     ]
     if lid in obs.corroborated:
@@ -127,14 +128,7 @@ def _node_candidates(
             continue
         s = xid_weight(x.xid) * window.factor(x.ts_ns, stalled_at)
         if s > 0:
-            ev = Evidence(
-                x.ts_ns,
-                "kernel",
-                f"xid-{x.xid}",
-                x.host,
-                f"Xid {x.xid} on GPU {x.pci}: {x.detail}".strip(),
-            )
-            by_host.setdefault(x.host, []).append((s, ev))
+            by_host.setdefault(x.host, []).append((s, as_evidence.xid(x)))
     return [
         Candidate(
             CauseKind.NODE,
@@ -153,22 +147,11 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
     timeouts = sorted((t for t in view.timeouts if _seen(t.ts_ns, upto_ns)), key=by_origin)
     errors = sorted((e for e in view.net_errors if _seen(e.ts_ns, upto_ns)), key=by_origin)
     ras = sorted((r for r in view.ras if _seen(r.ts_ns, upto_ns)), key=by_origin)
-    out: list[Evidence] = []
-    for t in timeouts[:3]:
-        out.append(
-            Evidence(
-                t.ts_ns,
-                "pytorch",
-                "watchdog-timeout",
-                f"rank {t.rank}",
-                f"{t.op} SeqNum={t.seq} ran for {t.ran_for_ms} ms (started {t.started_ns})",
-            )
-        )
-    for e in errors[:3]:
-        out.append(Evidence(e.ts_ns, "nccl", e.kind, e.host, e.detail[:300]))
-    for r in ras[:2]:
-        out.append(Evidence(r.ts_ns, "nccl", "ras", r.host or "", r.detail[:300]))
-    return out
+    return (
+        [as_evidence.timeout(t) for t in timeouts[:3]]
+        + [as_evidence.net_error(e) for e in errors[:3]]
+        + [as_evidence.ras(r) for r in ras[:2]]
+    )
 
 
 def build_verdict(

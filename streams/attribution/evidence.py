@@ -1,0 +1,65 @@
+"""One observation as an engineer reads it: the Evidence a verdict cites, and the lines of a
+job's timeline, made the same way from the same records.
+
+Pure. The verdict keeps a few of these per candidate; the timeline (`/v1/jobs/{id}/timeline`)
+shows all of them, so what a verdict says and what the timeline shows cannot disagree.
+"""
+
+from __future__ import annotations
+
+from railtrace.streams.records import (
+    CollectiveTimeout,
+    Evidence,
+    JobFact,
+    LinkEvent,
+    NetError,
+    RasReport,
+    XidEvent,
+)
+
+#: Detail text is cut here: a log line can be long, a verdict is read on a phone.
+MAX_DETAIL = 300
+
+
+def link_event(e: LinkEvent, link_id: str) -> Evidence:
+    return Evidence(
+        e.ts_ns, "gnmi", str(e.kind), link_id, f"{e.device}:{e.interface} {e.detail}".strip()
+    )
+
+
+def timeout(t: CollectiveTimeout) -> Evidence:
+    return Evidence(
+        t.ts_ns,
+        "pytorch",
+        "watchdog-timeout",
+        f"rank {t.rank}",
+        f"{t.op} SeqNum={t.seq} ran for {t.ran_for_ms} ms (started {t.started_ns})",
+    )
+
+
+def net_error(e: NetError) -> Evidence:
+    return Evidence(e.ts_ns, "nccl", e.kind, e.host, e.detail[:MAX_DETAIL])
+
+
+def ras(r: RasReport) -> Evidence:
+    return Evidence(r.ts_ns, "nccl", "ras", r.host or "", r.detail[:MAX_DETAIL])
+
+
+def xid(x: XidEvent) -> Evidence:
+    return Evidence(
+        x.ts_ns, "kernel", f"xid-{x.xid}", x.host, f"Xid {x.xid} on GPU {x.pci}: {x.detail}".strip()
+    )
+
+
+def of_fact(fact: JobFact) -> Evidence | None:
+    """The timeline line of a job fact that is an event; None for the job's structure (ranks,
+    channels, NICs), which explains a verdict but did not happen at a moment."""
+    if isinstance(fact, CollectiveTimeout):
+        return timeout(fact)
+    if isinstance(fact, NetError):
+        return net_error(fact)
+    if isinstance(fact, RasReport):
+        return ras(fact)
+    if isinstance(fact, XidEvent):
+        return xid(fact)
+    return None
