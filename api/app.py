@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from collections.abc import Callable, Mapping
+
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from railtrace import __version__
+from railtrace.api.metrics import ApiMetrics
 from railtrace.api.routes import health, jobs, nodes, topology
 from railtrace.store import Store, StoreError
 
@@ -15,8 +18,12 @@ async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=503, content={"detail": f"store unavailable: {exc}"})
 
 
-def create_app(store: Store) -> FastAPI:
-    """An API over `store`; the caller keeps ownership and closes the store after serving."""
+def create_app(
+    store: Store, sink_written: Callable[[], Mapping[str, int]] | None = None
+) -> FastAPI:
+    """An API over `store`; the caller keeps ownership and closes the store after serving.
+    `sink_written`, from a process that also runs the sink, adds its write counters to
+    /metrics."""
     app = FastAPI(
         title="railtrace",
         version=__version__,
@@ -28,4 +35,13 @@ def create_app(store: Store) -> FastAPI:
     app.include_router(jobs.router)
     app.include_router(topology.router)
     app.include_router(nodes.router)
+    metrics = ApiMetrics(store, sink_written)
+    app.middleware("http")(metrics.middleware)
+
+    @app.get("/metrics", tags=["health"], response_class=Response)
+    def prometheus_metrics() -> Response:
+        """railtrace's own health for Prometheus: request latency per route, rows stored per
+        table, seconds from stall to verdict, and (with the sink) rows written."""
+        return metrics.exposition()
+
     return app

@@ -363,7 +363,10 @@ def sink(
         bind_port = settings.api.port if port is None else port
         url = f"http://{bind_host}:{bind_port}"
         config = uvicorn.Config(
-            create_app(store), host=bind_host, port=bind_port, log_level="warning"
+            create_app(store, lambda: sink_app.written),
+            host=bind_host,
+            port=bind_port,
+            log_level="warning",
         )
         server = uvicorn.Server(config)
         # Faust's worker owns the signals; the API server runs as one of its tasks.

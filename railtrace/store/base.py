@@ -156,6 +156,15 @@ class Store(Protocol):
         """Events of these links in [since_ns, until_ns], oldest first, with their link id."""
         ...
 
+    def stored_rows(self) -> dict[str, int]:
+        """Rows stored per table, repeats not yet merged away included: for monitoring."""
+        ...
+
+    def verdict_delays(self) -> tuple[float, float, int] | None:
+        """(p50, p95) seconds from stall to verdict over the verdicts updated in the last day,
+        and how many; None when there are none."""
+        ...
+
     def count(self, table: str) -> int:
         """Rows in `table`; one per key for the ReplacingMergeTree tables."""
         ...

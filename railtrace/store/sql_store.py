@@ -123,6 +123,24 @@ WHERE link_id IN {{links:Array(String)}}
 ORDER BY ts, device, interface, kind
 LIMIT {{limit:UInt32}}"""
 
+# Rows physically stored per table (before merges collapse repeats): cheap on any size, for
+# monitoring; exact counts are `count()`.
+_PARTS_SQL = """\
+SELECT table, toUInt64(sum(rows)) AS n
+FROM system.parts
+WHERE database = {database:String} AND active
+GROUP BY table"""
+
+# Seconds from a stall to its verdict, for the verdicts updated in the last day.
+_DELAYS_SQL = """\
+SELECT quantilesExact(0.5, 0.95)(
+         (toUnixTimestamp64Nano(decided_at) - toUnixTimestamp64Nano(stalled_at)) / 1e9
+       ) AS q,
+       count() AS n
+FROM (SELECT stalled_at, decided_at, updated_at FROM {verdicts} FINAL)
+WHERE stalled_at IS NOT NULL AND decided_at IS NOT NULL
+  AND updated_at >= now64(9) - INTERVAL 1 DAY"""
+
 _PING_SQL = "SELECT name FROM system.tables WHERE database = {database:String}"
 
 
@@ -395,6 +413,18 @@ class SqlStore(ABC):
             )
             for r in self.select(sql, params).to_pylist()
         ]
+
+    def stored_rows(self) -> dict[str, int]:
+        rows = self.select(_PARTS_SQL, {"database": self.database}).to_pylist()
+        found = {str(r["table"]): int(r["n"]) for r in rows}
+        return {t.name: found.get(t.name, 0) for t in TABLES}
+
+    def verdict_delays(self) -> tuple[float, float, int] | None:
+        result = self.select(_DELAYS_SQL.format(verdicts=self._name("verdicts"))).to_pylist()
+        if not result or not result[0]["n"]:
+            return None
+        p50, p95 = result[0]["q"]
+        return float(p50), float(p95), int(result[0]["n"])
 
     def count(self, table: str) -> int:
         spec = TABLES_BY_NAME.get(table)
