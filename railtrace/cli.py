@@ -393,6 +393,25 @@ def sink(
 
 
 @app.command()
+def alert(ctx: typer.Context) -> None:
+    """Send Slack alerts for new verdicts, node quarantines, link flap storms and cabling
+    differences until stopped (deploy/alerts/README.md)."""
+    settings: Settings = ctx.obj
+    if settings.alerts.slack_webhook_url is None:
+        raise _fail(
+            "no Slack webhook configured: set RAILTRACE_ALERTS__SLACK_WEBHOOK_URL "
+            "(or slack_webhook_url under \\[alerts] in the config file)"
+        )
+    import asyncio
+
+    from railtrace.alerts.consumer import run_alerts
+    from railtrace.streams.worker.kafka import ensure_topics
+
+    asyncio.run(ensure_topics(settings.kafka))
+    run_alerts(settings)
+
+
+@app.command()
 def verdict(
     ctx: typer.Context,
     job_id: Annotated[str, typer.Argument(help="The job id (the logs/<job_id>/ folder name).")],

@@ -139,6 +139,39 @@ class AttributionSettings(BaseModel):
     min_confidence: float = Field(default=0.35, ge=0, le=1)
 
 
+class AlertSettings(BaseModel):
+    """`railtrace alert`: Slack incoming-webhook alerts (deploy/alerts/README.md).
+
+    The webhook URL is the secret: it comes only from the config file or the environment
+    (`RAILTRACE_ALERTS__SLACK_WEBHOOK_URL`) and is never logged.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    slack_webhook_url: SecretStr | None = None
+    # Where people open an incident: alerts link to `<incident_base_url>/incidents/<job id>`.
+    incident_base_url: str = "http://127.0.0.1:8000"
+    # A verdict below this confidence is not worth waking anyone up for.
+    min_confidence: float = Field(default=0.5, ge=0, le=1)
+    # The same alert (same job, state and cause; node and action; ...) again within this
+    # window is suppressed; a change is always sent.
+    dedup_window_s: float = Field(default=3600.0, gt=0)
+    # Slack accepts about one message a second per webhook.
+    rate_per_s: float = Field(default=1.0, gt=0)
+    burst: int = Field(default=3, ge=1)
+    # Alerts waiting to be sent; past it the oldest least important one is dropped (counted).
+    queue_max: int = Field(default=100, ge=1)
+    max_retries: int = Field(default=5, ge=0)
+    backoff_base_s: float = Field(default=1.0, gt=0)
+    backoff_max_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0)
+    # Evidence lines shown in a verdict alert.
+    evidence_lines: int = Field(default=3, ge=0, le=10)
+    # A new consumer group starts at the end of the topics (no alerts for old history) unless
+    # this is set.
+    from_beginning: bool = False
+
+
 class Settings(BaseSettings):
     """Settings for all railtrace commands; build one per process in the composition root."""
 
@@ -154,6 +187,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     worker: WorkerSettings = WorkerSettings()
     collect: CollectSettings = CollectSettings()
+    alerts: AlertSettings = AlertSettings()
     log_level: str = "INFO"
     log_json: bool = False
 

@@ -1,0 +1,131 @@
+"""`railtrace alert`: the Kafka side of the alerts.
+
+An aiokafka consumer in group `<app_id>-alerts` reads verdicts, raw node events, link events
+and cabling events, decodes them with the topics' own codecs, asks the policy what is worth
+sending and hands that to the sender, which never makes it wait. A record that does not
+decode is counted and skipped (the worker and sink already dead-letter bad input). Offsets
+are committed automatically: an alert is a notice, not a ledger, and a restart within the
+commit interval at worst repeats a few (which Slack shows twice) or, for a new group, starts
+at the end of the topics unless `alerts.from_beginning` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from aiokafka import AIOKafkaConsumer
+
+from railtrace.alerts.payloads import Alert
+from railtrace.alerts.policy import AlertPolicy
+from railtrace.alerts.slack import SlackSender
+from railtrace.collectors.hosts import nodeevents
+from railtrace.settings import Settings
+from railtrace.streams import wire
+from railtrace.streams.records import CablingEvent, LinkEvent, Verdict
+from railtrace.streams.worker import kafka, topics
+
+log = logging.getLogger(__name__)
+
+
+class Emitter(Protocol):
+    def emit(self, alert: Alert) -> None: ...
+
+
+class AlertConsumer:
+    """Reads the four topics and feeds what the policy admits to `sender`."""
+
+    def __init__(
+        self, settings: Settings, sender: Emitter, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.settings = settings
+        self.sender = sender
+        self.clock = clock
+        self.policy = AlertPolicy(settings.alerts)
+        self.group = f"{settings.worker.app_id}-alerts"
+        prefix = settings.kafka.topic_prefix
+        self.verdicts = topics.name(prefix, topics.VERDICTS)
+        self.node_events = topics.name(prefix, topics.RAW_NODE_EVENTS)
+        self.link_events = topics.name(prefix, topics.LINK_EVENTS)
+        self.cabling_events = topics.name(prefix, topics.CABLING_EVENTS)
+        self.counters = {"records": 0, "bad_records": 0}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume until `stop` is set."""
+        consumer = AIOKafkaConsumer(
+            self.verdicts,
+            self.node_events,
+            self.link_events,
+            self.cabling_events,
+            group_id=self.group,
+            enable_auto_commit=True,
+            auto_offset_reset="earliest" if self.settings.alerts.from_beginning else "latest",
+            **kafka.client_kwargs(self.settings.kafka),
+        )
+        await consumer.start()
+        log.info("alert consumer started", extra={"group": self.group})
+        try:
+            while not stop.is_set():
+                batches = await consumer.getmany(timeout_ms=500, max_records=500)
+                for tp, records in batches.items():
+                    for r in records:
+                        self.handle(tp.topic, r.key, r.value)
+        finally:
+            await consumer.stop()
+
+    def handle(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        """Decode one record and emit the alerts it makes; bad records are counted."""
+        self.counters["records"] += 1
+        now = self.clock()
+        try:
+            if topic == self.node_events:
+                record = nodeevents.to_record(nodeevents.decode(value or b""))
+                self._emit(self.policy.on_node_event(record, now))
+                return
+            for item in wire.decode_records(value or b""):
+                if isinstance(item, Verdict) and topic == self.verdicts:
+                    self._emit(self.policy.on_verdict(item, now))
+                elif isinstance(item, LinkEvent) and topic == self.link_events:
+                    link_id = key.decode() if key else f"{item.device}:{item.interface}"
+                    self._emit(self.policy.on_link_event(item, link_id, now))
+                elif isinstance(item, CablingEvent) and topic == self.cabling_events:
+                    self._emit(self.policy.on_cabling(item, now))
+                else:
+                    raise ValueError(f"unexpected {type(item).__name__} record")
+        except (ValueError, UnicodeDecodeError) as exc:  # WireError is a ValueError
+            self.counters["bad_records"] += 1
+            log.warning("bad record skipped", extra={"topic": topic, "reason": str(exc)[:200]})
+
+    def _emit(self, alert: Alert | None) -> None:
+        if alert is not None:
+            self.sender.emit(alert)
+
+
+def run_alerts(settings: Settings) -> dict[str, int]:
+    """Run the consumer and the sender until SIGTERM or SIGINT; returns the counters, which
+    are also logged."""
+    url = settings.alerts.slack_webhook_url
+    if url is None:
+        raise ValueError("alerts.slack_webhook_url is not set")
+
+    async def main() -> dict[str, int]:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        sender = SlackSender(url.get_secret_value(), settings.alerts)
+        consumer = AlertConsumer(settings, sender)
+        await sender.start()
+        try:
+            await consumer.run(stop)
+        finally:
+            await sender.stop()
+        counters = {**consumer.counters, **consumer.policy.counters, **sender.counters}
+        log.info("alerts stopped", extra=counters)
+        return counters
+
+    return asyncio.run(main())

@@ -1,0 +1,210 @@
+"""Slack incoming-webhook messages (Block Kit) for each kind of alert, as pure functions.
+
+Every message carries `blocks` for the Slack client and a plain `text` fallback, which Slack
+shows in notifications and wherever blocks cannot be drawn. Each `Alert` also says what it is
+about (`subject`) and what it says about it (`fingerprint`), which the policy deduplicates on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Any
+from urllib.parse import quote
+
+from railtrace.streams.records import (
+    CablingEvent,
+    CauseKind,
+    Endpoint,
+    LinkEvent,
+    NodeEvent,
+    Verdict,
+)
+
+# Block Kit limits (api.slack.com/reference/block-kit/blocks).
+HEADER_MAX = 150
+FIELD_MAX = 2000
+SECTION_MAX = 3000
+
+
+class Priority(IntEnum):
+    """Which alert a full queue gives up first: the lowest, oldest first."""
+
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One Slack message and what it is about.
+
+    `subject` names the thing ("job:4861301"); `fingerprint` what is said about it (state and
+    cause): a repeat of the same fingerprint within the dedup window is suppressed, a new one
+    is sent.
+    """
+
+    kind: str
+    subject: str
+    fingerprint: str
+    priority: Priority
+    payload: dict[str, Any]
+
+
+def _utc(ts_ns: int | None) -> str:
+    if ts_ns is None:
+        return "-"
+    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _esc(text: str) -> str:
+    """Slack mrkdwn treats &, < and > as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _port(e: Endpoint | None) -> str:
+    return "-" if e is None else f"{e.device}:{e.interface}"
+
+
+def _url(base: str, *parts: str) -> str:
+    return base.rstrip("/") + "".join("/" + quote(p, safe="") for p in parts)
+
+
+def _message(
+    text: str, header: str, fields: dict[str, str], url: str, button: str, extra: str = ""
+) -> dict[str, Any]:
+    """The common layout: a header, a grid of fields, optional extra text, a link button."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _cut(header, HEADER_MAX)}},
+        {
+            "type": "section",
+            "fields": [
+                {"type": "mrkdwn", "text": _cut(f"*{name}*\n{_esc(value)}", FIELD_MAX)}
+                for name, value in list(fields.items())[:10]
+            ],
+        },
+    ]
+    if extra:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
+    blocks.append(
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": button},
+                    "url": url,
+                    "action_id": "railtrace-open",
+                }
+            ],
+        }
+    )
+    return {"text": f"{_esc(text)} {url}", "blocks": blocks}
+
+
+def cause_text(v: Verdict) -> str:
+    """The verdict's cause in words: the link with both ends, or the node."""
+    if v.cause_kind is CauseKind.LINK and v.cause_link is not None:
+        return f"link {_port(v.cause_link.a)} <-> {_port(v.cause_link.b)}"
+    if v.cause_kind is CauseKind.NODE and v.cause_node:
+        return f"node {v.cause_node}"
+    return "unknown"
+
+
+def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
+    """A job stalled (or slowed) and railtrace names the link or node behind it."""
+    cause = cause_text(v)
+    url = _url(base_url, "incidents", v.job_id)
+    cause_id = v.cause_link.link_id if v.cause_link is not None else (v.cause_node or "")
+    lines = [
+        f"• `{_utc(e.ts_ns)}` {e.source} {e.kind} {_esc(e.subject)}: {_esc(e.detail)}"
+        for e in sorted(v.evidence, key=lambda e: e.ts_ns)[:evidence_lines]
+    ]
+    payload = _message(
+        f"railtrace: job {v.job_id} {v.state} - cause {cause} (confidence {v.confidence:.2f}).",
+        f"Job {v.job_id} {v.state}: {cause}",
+        {
+            "Job": v.job_id,
+            "State": str(v.state),
+            "Cause": cause,
+            "Confidence": f"{v.confidence:.2f}",
+            "Stalled at": _utc(v.stalled_at_ns),
+            "Ranks / hosts": f"{v.ranks} / {v.hosts}",
+        },
+        url,
+        "Open incident",
+        _cut("*Evidence*\n" + "\n".join(lines), SECTION_MAX) if lines else "",
+    )
+    priority = Priority.HIGH if v.state == "stalled" else Priority.NORMAL
+    return Alert(
+        "verdict", f"job:{v.job_id}", f"{v.state}|{v.cause_kind}|{cause_id}", priority, payload
+    )
+
+
+def node_alert(e: NodeEvent, base_url: str) -> Alert:
+    """A node was quarantined (taken out of scheduling) or released back."""
+    quarantined = e.action == "quarantine"
+    verb = "quarantined" if quarantined else "released"
+    sdc = " (suspected silent data corruption)" if e.sdc else ""
+    xid = "-" if e.xid is None else str(e.xid)
+    payload = _message(
+        f"railtrace: node {e.node} {verb}{sdc}: {e.reason}.",
+        f"Node {e.node} {verb}",
+        {
+            "Node": e.node,
+            "Action": e.action,
+            "Reason": e.reason or "-",
+            "Suspected SDC": "yes" if e.sdc else "no",
+            "Xid": xid,
+            "At": _utc(e.ts_ns),
+        },
+        _url(base_url, "v1", "nodes", e.node),
+        "Open node",
+    )
+    priority = Priority.HIGH if quarantined else Priority.LOW
+    return Alert(verb, f"node:{e.node}", e.action, priority, payload)
+
+
+def flap_storm_alert(e: LinkEvent, link_id: str, base_url: str) -> Alert:
+    """A link changed state so often within the health window that it counts as flapping;
+    `e.value` is the number of changes the telemetry stage counted."""
+    changes = int(e.value)
+    payload = _message(
+        f"railtrace: link flap storm on {link_id}: {changes} state changes ({e.detail}).",
+        f"Link flap storm: {link_id}",
+        {
+            "Link": link_id,
+            "Seen on": f"{e.device}:{e.interface}",
+            "State changes": str(changes),
+            "At": _utc(e.ts_ns),
+            "Detail": e.detail or "-",
+        },
+        _url(base_url, "v1", "links", link_id),
+        "Open link",
+    )
+    return Alert("flap-storm", f"link:{link_id}", str(e.kind), Priority.NORMAL, payload)
+
+
+def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
+    """A port's LLDP neighbour differs from cables.csv (miswired, unexpected, missing)."""
+    port = f"{e.device}:{e.interface}"
+    payload = _message(
+        f"railtrace: cabling {e.kind} on {port}: planned {_port(e.planned)}, seen {_port(e.seen)}.",
+        f"Cabling {e.kind}: {port}",
+        {
+            "Port": port,
+            "Difference": str(e.kind),
+            "Planned": _port(e.planned),
+            "Seen (LLDP)": _port(e.seen),
+            "At": _utc(e.ts_ns),
+            "Detail": e.detail or "-",
+        },
+        _url(base_url, "v1", "topology", "cabling"),
+        "Open cabling",
+    )
+    return Alert("cabling", f"port:{port}", f"{e.kind}|{_port(e.seen)}", Priority.LOW, payload)

@@ -1,0 +1,237 @@
+"""The alerts' pure parts: Slack messages for each kind of alert, and the policy deciding what
+goes out (dedup per subject, confidence floor), how fast (token bucket) and what a full queue
+gives up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import orjson
+import pytest
+from store_samples import LINK, T0, verdict
+
+from railtrace.alerts.payloads import (
+    HEADER_MAX,
+    Alert,
+    Priority,
+    cabling_alert,
+    flap_storm_alert,
+    node_alert,
+    verdict_alert,
+)
+from railtrace.alerts.policy import AlertPolicy, AlertQueue, Deduper, TokenBucket
+from railtrace.settings import AlertSettings
+from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
+    CauseKind,
+    Endpoint,
+    JobState,
+    LinkEvent,
+    LinkEventKind,
+    NodeEvent,
+)
+
+BASE = "https://railtrace.example.net/"
+
+
+def node_event(action: str = "quarantine", sdc: bool = True, xid: int | None = 79) -> NodeEvent:
+    return NodeEvent(
+        ts_ns=T0,
+        node="gpu7",
+        kind="xid" if action == "quarantine" else "release",
+        xid=xid,
+        pci="0000:3b:00",
+        detail="GPU has fallen off the bus.",
+        quarantined=action == "quarantine",
+        action=action,
+        reason="Xid 79 <fallen off the bus>",
+        sdc=sdc,
+    )
+
+
+def flap(device: str = "leaf03") -> LinkEvent:
+    return LinkEvent(T0, device, "Ethernet1/7", LinkEventKind.FLAP, 4.0, "4 changes within 60 s")
+
+
+def miswired(kind: CablingKind = CablingKind.MISWIRED) -> CablingEvent:
+    return CablingEvent(
+        T0, "leaf03", "swp1", kind, Endpoint("gpu1", "mlx5_0"), Endpoint("gpu2", "mlx5_0")
+    )
+
+
+def texts(payload: dict) -> str:
+    return orjson.dumps(payload).decode()
+
+
+def button_url(payload: dict) -> str:
+    (actions,) = [b for b in payload["blocks"] if b["type"] == "actions"]
+    return actions["elements"][0]["url"]
+
+
+# --- payloads -------------------------------------------------------------------------------
+
+
+def test_verdict_alert_names_job_cause_ends_confidence_and_links_the_incident_page() -> None:
+    alert = verdict_alert(verdict("job/42"), BASE, evidence_lines=1)
+    p = alert.payload
+    assert [b["type"] for b in p["blocks"]] == ["header", "section", "section", "actions"]
+    assert p["blocks"][0]["text"]["text"] == (
+        "Job job/42 stalled: link leaf03:Ethernet1/7 <-> gpu-node-12:mlx5_3"
+    )
+    fields = [f["text"] for f in p["blocks"][1]["fields"]]
+    assert "*Confidence*\n0.87" in fields
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC" in fields
+    evidence = p["blocks"][2]["text"]["text"]
+    assert evidence.count("•") == 1 and "oper-status down" in evidence
+    url = "https://railtrace.example.net/incidents/job%2F42"
+    assert button_url(p) == url
+    assert p["text"].startswith("railtrace: job job/42 stalled - cause link leaf03:Ethernet1/7")
+    assert "(confidence 0.87)" in p["text"] and p["text"].endswith(url)
+    assert (alert.subject, alert.priority) == ("job:job/42", Priority.HIGH)
+
+
+def test_node_cause_verdict_names_the_node() -> None:
+    v = dataclasses.replace(
+        verdict(state=JobState.SLOW),
+        cause_kind=CauseKind.NODE,
+        cause_link=None,
+        cause_node="gpu-node-12",
+    )
+    alert = verdict_alert(v, BASE)
+    assert "cause node gpu-node-12" in alert.payload["text"]
+    assert alert.priority == Priority.NORMAL
+
+
+def test_quarantine_alert_carries_node_reason_sdc_and_xid_escaped_for_mrkdwn() -> None:
+    p = node_alert(node_event(), BASE).payload
+    fields = [f["text"] for f in p["blocks"][1]["fields"]]
+    assert "*Reason*\nXid 79 &lt;fallen off the bus&gt;" in fields
+    assert "*Suspected SDC*\nyes" in fields and "*Xid*\n79" in fields
+    assert p["blocks"][0]["text"]["text"] == "Node gpu7 quarantined"
+    assert "suspected silent data corruption" in p["text"]
+    assert button_url(p) == "https://railtrace.example.net/v1/nodes/gpu7"
+
+
+def test_release_alert_is_low_priority() -> None:
+    alert = node_alert(node_event("release", sdc=False, xid=None), BASE)
+    assert alert.payload["blocks"][0]["text"]["text"] == "Node gpu7 released"
+    assert alert.priority == Priority.LOW
+
+
+def test_flap_storm_alert_says_which_link_and_how_many_changes() -> None:
+    p = flap_storm_alert(flap(), LINK.link_id, BASE).payload
+    assert LINK.link_id in p["blocks"][0]["text"]["text"]
+    assert "*State changes*\n4" in [f["text"] for f in p["blocks"][1]["fields"]]
+    assert "4 state changes" in p["text"]
+
+
+def test_cabling_alert_shows_planned_and_seen_ends() -> None:
+    p = cabling_alert(miswired(), BASE).payload
+    assert p["blocks"][0]["text"]["text"] == "Cabling miswired: leaf03:swp1"
+    assert "planned gpu1:mlx5_0, seen gpu2:mlx5_0" in p["text"]
+    assert button_url(p) == "https://railtrace.example.net/v1/topology/cabling"
+
+
+def test_long_job_ids_stay_within_slack_header_limit() -> None:
+    p = verdict_alert(verdict("j" * 400), BASE).payload
+    assert len(p["blocks"][0]["text"]["text"]) == HEADER_MAX
+
+
+# --- policy ---------------------------------------------------------------------------------
+
+
+def policy(**kw: object) -> AlertPolicy:
+    return AlertPolicy(AlertSettings(incident_base_url=BASE, dedup_window_s=60, **kw))
+
+
+def test_same_verdict_within_window_is_suppressed_and_sent_again_after_it() -> None:
+    pol = policy()
+    assert pol.on_verdict(verdict(), now=0) is not None
+    assert pol.on_verdict(verdict(confidence=0.9), now=30) is None
+    assert pol.on_verdict(verdict(), now=61) is not None
+    assert pol.counters == {"alerts": 2, "suppressed": 1, "below_confidence": 0}
+
+
+def test_changed_cause_goes_out_again_at_once_and_so_does_the_first_cause_after_it() -> None:
+    pol = policy()
+    first = verdict()
+    node = dataclasses.replace(first, cause_kind=CauseKind.NODE, cause_link=None, cause_node="n1")
+    assert [pol.on_verdict(v, now=t) is not None for t, v in enumerate([first, node, first])] == [
+        True,
+        True,
+        True,
+    ]
+
+
+def test_a_job_that_recovers_and_stalls_again_is_alerted_again() -> None:
+    pol = policy()
+    assert pol.on_verdict(verdict(), now=0) is not None
+    assert pol.on_verdict(verdict(state=JobState.HEALTHY), now=1) is None
+    assert pol.on_verdict(verdict(), now=2) is not None
+
+
+def test_low_confidence_and_unknown_cause_verdicts_are_not_alerted() -> None:
+    pol = policy(min_confidence=0.9)
+    assert pol.on_verdict(verdict(confidence=0.8), now=0) is None
+    unknown = dataclasses.replace(verdict(), cause_kind=CauseKind.UNKNOWN, cause_link=None)
+    assert policy().on_verdict(unknown, now=0) is None
+    assert pol.counters["below_confidence"] == 1
+
+
+def test_flap_storm_reported_by_both_ends_of_a_link_is_sent_once() -> None:
+    pol = policy()
+    other_end = dataclasses.replace(flap(), device="gpu-node-12", interface="mlx5_3")
+    sent = [pol.on_link_event(e, LINK.link_id, now=0) for e in (flap(), other_end)]
+    assert [a is not None for a in sent] == [True, False]
+    down = dataclasses.replace(flap(), kind=LinkEventKind.DOWN)
+    assert pol.on_link_event(down, LINK.link_id, now=0) is None
+
+
+def test_quarantine_then_release_are_both_sent_but_plain_xids_are_not() -> None:
+    pol = policy()
+    xid_only = dataclasses.replace(node_event(), action="")
+    got = [pol.on_node_event(e, now=0) for e in (node_event(), node_event(), xid_only)]
+    assert [a is not None for a in got] == [True, False, False]
+    assert pol.on_node_event(node_event("release"), now=1) is not None
+
+
+def test_resolved_cabling_is_not_alerted_but_lets_the_same_miswire_alert_again() -> None:
+    pol = policy()
+    kinds = [CablingKind.MISWIRED, CablingKind.MISWIRED, CablingKind.RESOLVED, CablingKind.MISWIRED]
+    got = [pol.on_cabling(miswired(k), now=i) is not None for i, k in enumerate(kinds)]
+    assert got == [True, False, False, True]
+
+
+def test_deduper_forgets_oldest_subjects_past_its_bound() -> None:
+    d = Deduper(window_s=60, max_subjects=3)
+    for i in range(5):
+        d.admit(f"job:{i}", "stalled", now=i)
+    assert len(d) == 3
+    assert d.admit("job:0", "stalled", now=5)  # forgotten, so sent again
+    assert not d.admit("job:4", "stalled", now=5)
+
+
+def test_token_bucket_allows_a_burst_then_one_per_interval() -> None:
+    bucket = TokenBucket(rate_per_s=1.0, burst=2)
+    assert [bucket.take(0.0), bucket.take(0.0)] == [0.0, 0.0]
+    assert bucket.take(0.0) == pytest.approx(1.0)
+    assert bucket.take(0.5) == pytest.approx(0.5)
+    assert bucket.take(1.0) == 0.0
+    assert bucket.take(1.0) == pytest.approx(1.0)
+
+
+def alert(name: str, priority: Priority) -> Alert:
+    return Alert("test", name, "", priority, {})
+
+
+def test_full_queue_drops_the_oldest_lowest_priority_alert() -> None:
+    q = AlertQueue(maxlen=3)
+    for a in (alert("a", Priority.HIGH), alert("b", Priority.LOW), alert("c", Priority.LOW)):
+        assert q.push(a) is None
+    assert q.push(alert("d", Priority.NORMAL)).subject == "b"
+    assert q.push(alert("e", Priority.LOW)).subject == "c"  # the older of two LOW
+    assert q.push(alert("f", Priority.HIGH)).subject == "e"
+    assert q.push(alert("g", Priority.LOW)).subject == "g"  # lower than everything queued
+    assert [q.pop().subject for _ in range(3)] == ["a", "d", "f"]
+    assert q.pop() is None

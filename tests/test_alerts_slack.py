@@ -1,0 +1,395 @@
+"""Slack delivery against a real local HTTP receiver (aiohttp) standing in for the webhook:
+every payload's shape is checked there; 429 and 5xx are retried honoring Retry-After, other
+4xx are not; a receiver that never answers does not hold up the caller; the webhook URL never
+reaches a log. Last, `railtrace alert` end to end on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
+from store_samples import LINK, T0, verdict
+
+from railtrace.alerts.payloads import (
+    Alert,
+    cabling_alert,
+    flap_storm_alert,
+    node_alert,
+    verdict_alert,
+)
+from railtrace.alerts.slack import SlackSender
+from railtrace.collectors.hosts import nodeevents
+from railtrace.collectors.hosts.quarantine import Decision, XidObservation
+from railtrace.settings import AlertSettings, KafkaSettings
+from railtrace.streams import wire
+from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
+    Endpoint,
+    LinkEvent,
+    LinkEventKind,
+    NodeEvent,
+)
+from railtrace.streams.worker.kafka import ensure_topics
+
+BASE = "http://incidents.example.net"
+SECRET = "xoxb-SECRET-TOKEN-7f3a"
+BLOCK_TYPES = {"header", "section", "actions", "context", "divider"}
+
+
+def shape_problems(payload: Any) -> list[str]:
+    """What is wrong with a webhook message, as Slack's Block Kit and railtrace promise it."""
+    if not isinstance(payload, dict):
+        return ["not a JSON object"]
+    problems = []
+    text, blocks = payload.get("text"), payload.get("blocks")
+    if not isinstance(text, str) or not text:
+        problems.append("no plain-text fallback")
+    if not isinstance(blocks, list) or not blocks:
+        return [*problems, "no blocks"]
+    for b in blocks:
+        if b.get("type") not in BLOCK_TYPES:
+            problems.append(f"unknown block {b.get('type')}")
+        if b["type"] == "header" and len(b["text"]["text"]) > 150:
+            problems.append("header too long")
+        if b["type"] == "section" and not (b.get("text") or b.get("fields")):
+            problems.append("empty section")
+    urls = [e["url"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    if len(urls) != 1 or not urls[0].startswith(BASE + "/"):
+        problems.append(f"no link back to railtrace: {urls}")
+    elif isinstance(text, str) and urls[0] not in text:
+        problems.append("the fallback text lacks the link")
+    return problems
+
+
+class Receiver:
+    """A Slack webhook stand-in on a free local port: records every POST with its arrival
+    time, checks its shape, and answers from `script` ((status, headers, body), then 200 ok),
+    or never answers when `hang`."""
+
+    def __init__(self, script: list[tuple[int, dict[str, str], str]] = (), hang: bool = False):
+        self.script = list(script)
+        self.hang = hang
+        self.got: list[tuple[float, dict[str, Any]]] = []
+        self.problems: list[str] = []
+        self.url = ""
+        self.closing = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != SECRET:
+            return web.Response(status=404, text="no_service")
+        payload = await request.json()
+        self.got.append((time.monotonic(), payload))
+        self.problems += shape_problems(payload)
+        if self.hang:
+            await self.closing.wait()  # until the receiver shuts down
+        status, headers, body = self.script.pop(0) if self.script else (200, {}, "ok")
+        return web.Response(status=status, headers=headers, text=body)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Receiver]:
+        app = web.Application()
+        app.router.add_post("/services/T000/B000/{token}", self.handle)
+        runner = web.AppRunner(app, handle_signals=False)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{port}/services/T000/B000/{SECRET}"
+        try:
+            yield self
+        finally:
+            self.closing.set()
+            await runner.cleanup()
+
+
+def settings(**kw: Any) -> AlertSettings:
+    base = {"incident_base_url": BASE, "rate_per_s": 100.0, "backoff_base_s": 0.3}
+    return AlertSettings(**{**base, **kw})
+
+
+def node_event() -> NodeEvent:
+    return NodeEvent(
+        T0, "gpu7", "xid", 79, "0000:3b:00", "fell off", True, "quarantine", "Xid 79", True
+    )
+
+
+def every_kind() -> list[Alert]:
+    flap = LinkEvent(T0, "leaf03", "Ethernet1/7", LinkEventKind.FLAP, 5.0, "5 changes in 60 s")
+    miswire = CablingEvent(
+        T0,
+        "leaf03",
+        "swp1",
+        CablingKind.MISWIRED,
+        Endpoint("gpu1", "mlx5_0"),
+        Endpoint("gpu2", "mlx5_0"),
+    )
+    return [
+        verdict_alert(verdict(), BASE),
+        node_alert(node_event(), BASE),
+        flap_storm_alert(flap, LINK.link_id, BASE),
+        cabling_alert(miswire, BASE),
+    ]
+
+
+async def until(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
+    async def main() -> None:
+        async with Receiver().running() as rx:
+            sender = SlackSender(rx.url, settings())
+            await sender.start()
+            for a in every_kind():
+                sender.emit(a)
+            await until(lambda: sender.counters["sent"] == 4)
+            await sender.stop()
+        assert rx.problems == []
+        headers = [p["blocks"][0]["text"]["text"] for _, p in rx.got]
+        assert headers[1:] == [
+            "Node gpu7 quarantined",
+            f"Link flap storm: {LINK.link_id}",
+            "Cabling miswired: leaf03:swp1",
+        ]
+        assert headers[0].startswith("Job slurm-4242 stalled: link leaf03:Ethernet1/7")
+
+    asyncio.run(main())
+
+
+def test_429_then_500_are_retried_honoring_retry_after_then_backoff() -> None:
+    script = [(429, {"Retry-After": "1"}, "rate_limited"), (500, {}, "oops")]
+
+    async def main() -> None:
+        async with Receiver(script).running() as rx:
+            sender = SlackSender(rx.url, settings())
+            await sender.start()
+            sender.emit(every_kind()[0])
+            await until(lambda: sender.counters["sent"] == 1)
+            await sender.stop()
+        times = [t for t, _ in rx.got]
+        assert len(times) == 3 and rx.problems == []
+        assert 0.95 <= times[1] - times[0] < 1.6  # Retry-After: 1
+        assert 0.55 <= times[2] - times[1] < 1.2  # backoff 0.3 * 2**1
+        assert rx.got[0][1] == rx.got[2][1]
+        assert sender.counters == {"queued": 1, "sent": 1, "retries": 2, "failed": 0, "dropped": 0}
+
+    asyncio.run(main())
+
+
+def test_retry_after_is_capped_and_retries_end_in_a_counted_failure() -> None:
+    script = [(429, {"Retry-After": "30"}, ""), (503, {}, ""), (503, {}, "")]
+
+    async def main() -> None:
+        async with Receiver(script).running() as rx:
+            sender = SlackSender(rx.url, settings(max_retries=2, backoff_max_s=0.2))
+            await sender.start()
+            started = time.monotonic()
+            sender.emit(every_kind()[1])
+            await until(lambda: sender.counters["failed"] == 1)
+            assert time.monotonic() - started < 2.0
+            await sender.stop()
+        assert len(rx.got) == 3
+        assert (sender.counters["sent"], sender.counters["retries"]) == (0, 2)
+
+    asyncio.run(main())
+
+
+def test_400_is_a_permanent_failure_not_retried() -> None:
+    async def main() -> None:
+        async with Receiver([(400, {}, "invalid_payload")]).running() as rx:
+            sender = SlackSender(rx.url, settings())
+            await sender.start()
+            sender.emit(every_kind()[2])
+            await until(lambda: sender.counters["failed"] == 1)
+            await asyncio.sleep(0.5)
+            await sender.stop()
+        assert len(rx.got) == 1
+        assert sender.counters["retries"] == 0
+
+    asyncio.run(main())
+
+
+def test_messages_are_paced_by_the_rate_limit() -> None:
+    async def main() -> None:
+        async with Receiver().running() as rx:
+            sender = SlackSender(rx.url, settings(rate_per_s=5.0, burst=1))
+            await sender.start()
+            for a in every_kind()[:3]:
+                sender.emit(a)
+            await until(lambda: sender.counters["sent"] == 3)
+            await sender.stop()
+        gaps = [b[0] - a[0] for a, b in zip(rx.got, rx.got[1:], strict=False)]
+        assert all(0.15 <= g < 0.6 for g in gaps), gaps
+
+    asyncio.run(main())
+
+
+def test_a_receiver_that_never_answers_does_not_block_the_caller() -> None:
+    async def main() -> None:
+        async with Receiver(hang=True).running() as rx:
+            sender = SlackSender(rx.url, settings(queue_max=5, timeout_s=30))
+            await sender.start()
+            sender.emit(every_kind()[0])
+            await until(lambda: len(rx.got) == 1)  # the sender now waits on the receiver
+            started = time.monotonic()
+            for _ in range(50):
+                sender.emit(every_kind()[3])
+            assert time.monotonic() - started < 0.1
+            assert sender.counters["dropped"] == 45
+            await sender.stop(drain_s=0)
+        assert sender.counters["dropped"] == 50  # the 5 still queued at stop as well
+        assert sender.counters["sent"] == 0
+
+    asyncio.run(main())
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.getMessage()} {vars(record)}")
+
+
+def test_the_webhook_url_appears_in_no_log_line() -> None:
+    collect = _Collect()
+    logger = logging.getLogger("railtrace.alerts")
+    logger.addHandler(collect)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+
+    async def main() -> None:
+        async with Receiver([(400, {}, "invalid_token"), (500, {}, "")]).running() as rx:
+            fast = settings(max_retries=0, queue_max=1)
+            for url in (rx.url, rx.url, f"http://127.0.0.1:{free_port()}/services/{SECRET}"):
+                sender = SlackSender(url, fast)
+                await sender.start()
+                sender.emit(every_kind()[0])
+                sender.emit(every_kind()[1])  # the queue holds one: a drop is logged
+                await until(lambda s=sender: s.counters["failed"] + s.counters["sent"] == 1)
+                await sender.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        logger.removeHandler(collect)
+        logger.setLevel(old_level)
+    assert len(collect.lines) >= 6
+    assert not [line for line in collect.lines if SECRET in line]
+
+
+# --- end to end: `railtrace alert` on the real broker ----------------------------------------
+
+
+async def _produce(prefix: str) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    await ensure_topics(KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=prefix))
+    stalled = wire.encode_records([verdict("job-77")])
+    x = XidObservation("gpu7", T0, 79, "0000:3b:00", "GPU has fallen off the bus.")
+    decision = Decision("quarantine", "gpu7", T0, "Xid 79 (fallen off the bus)", True, (x,))
+    miswire = CablingEvent(
+        T0,
+        "leaf03",
+        "swp1",
+        CablingKind.MISWIRED,
+        Endpoint("gpu1", "mlx5_0"),
+        Endpoint("gpu2", "mlx5_0"),
+    )
+    messages = [
+        ("verdicts.v1", b"job-77", stalled),
+        ("verdicts.v1", b"job-77", stalled),  # redelivered: deduplicated
+        ("verdicts.v1", b"junk", b"not json"),  # counted and skipped
+        (
+            "raw.node-events.v1",
+            b"gpu7",
+            nodeevents.xid_event(x, "NVRM: Xid", "kmsg", True, decision),
+        ),
+        ("cabling-events.v1", b"leaf03", wire.encode_records([miswire])),
+    ]
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        for suffix, key, value in messages:
+            await producer.send_and_wait(f"{prefix}.{suffix}", value, key=key)
+    finally:
+        await producer.stop()
+
+
+def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -> None:
+    require_broker()
+    run_id = uuid.uuid4().hex[:10]
+    log_path = tmp_path / "alert.log"
+
+    async def main() -> None:
+        await _produce(f"t{run_id}")
+        async with Receiver().running() as rx:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+            env.update(
+                RAILTRACE_KAFKA__BOOTSTRAP_SERVERS=BOOTSTRAP,
+                RAILTRACE_KAFKA__TOPIC_PREFIX=f"t{run_id}",
+                RAILTRACE_WORKER__APP_ID=f"a{run_id}",
+                RAILTRACE_ALERTS__SLACK_WEBHOOK_URL=rx.url,
+                RAILTRACE_ALERTS__INCIDENT_BASE_URL=BASE,
+                RAILTRACE_ALERTS__FROM_BEGINNING="true",
+                RAILTRACE_ALERTS__RATE_PER_S="20",
+            )
+            with log_path.open("wb") as log:
+                proc = await asyncio.create_subprocess_exec(
+                    RAILTRACE,
+                    "--log-level",
+                    "INFO",
+                    "alert",
+                    env=env,
+                    stdout=log,
+                    stderr=log,
+                )
+                try:
+                    await until(lambda: len(rx.got) >= 3, timeout=90)
+                    await asyncio.sleep(2)  # room for a duplicate to show up
+                finally:
+                    proc.send_signal(signal.SIGTERM)
+                    rc = await asyncio.wait_for(proc.wait(), 30)
+            logs = log_path.read_text()
+            assert rc == 0, logs
+            assert rx.problems == []
+            headers = sorted(p["blocks"][0]["text"]["text"] for _, p in rx.got)
+            assert headers == [
+                "Cabling miswired: leaf03:swp1",
+                "Job job-77 stalled: link leaf03:Ethernet1/7 <-> gpu-node-12:mlx5_3",
+                "Node gpu7 quarantined",
+            ], logs
+            verdict_msg = next(p for _, p in rx.got if p["text"].startswith("railtrace: job"))
+            assert verdict_msg["text"].endswith(f"{BASE}/incidents/job-77")
+            stopped = next(line for line in logs.splitlines() if "alerts stopped" in line)
+            for counter in ("sent=3", "suppressed=1", "bad_records=1", "dropped=0"):
+                assert counter in stopped, stopped
+            assert SECRET not in logs
+
+    asyncio.run(main())
+
+
+def test_railtrace_alert_without_a_webhook_exits_with_a_clear_message() -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    done = subprocess.run(  # noqa: PLW1510 - return code asserted
+        [RAILTRACE, "alert"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "no Slack webhook configured" in done.stderr
+    assert "RAILTRACE_ALERTS__SLACK_WEBHOOK_URL" in " ".join(done.stderr.split())
