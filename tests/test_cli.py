@@ -153,8 +153,26 @@ def local_verdict(incident: Incident) -> dict[str, Any]:
         (["jobs"], "List the jobs in the store"),
         (["serve"], "Serve the HTTP API"),
         (["demo"], "Simulate a 64-node cluster with a fault, replay it"),
+        (["cabling"], "Show the ports whose LLDP neighbour differs from cables.csv"),
+        (["nodes"], "List the GPU nodes that reported Xids"),
+        (["release-node"], "Put a quarantined GPU node back in service"),
+        (["db", "migrate"], "Apply the schema migrations the store lacks"),
+        (["alert"], "Slack"),
     ],
-    ids=["railtrace", "simulate", "replay", "verdict", "jobs", "serve", "demo"],
+    ids=[
+        "railtrace",
+        "simulate",
+        "replay",
+        "verdict",
+        "jobs",
+        "serve",
+        "demo",
+        "cabling",
+        "nodes",
+        "release-node",
+        "db-migrate",
+        "alert",
+    ],
 )
 def test_help_of_every_command_states_its_purpose(command: list[str], purpose: str) -> None:
     result = _ok(_invoke(*command, "--help"))
@@ -163,7 +181,22 @@ def test_help_of_every_command_states_its_purpose(command: list[str], purpose: s
 
 def test_top_level_help_lists_every_command() -> None:
     out = _flat(_ok(_invoke("--help")).stdout)
-    for name in ("simulate", "replay", "verdict", "jobs", "serve", "demo"):
+    for name in (
+        "simulate",
+        "replay",
+        "verdict",
+        "jobs",
+        "serve",
+        "demo",
+        "cabling",
+        "nodes",
+        "release-node",
+        "db",
+        "alert",
+        "collect",
+        "worker",
+        "sink",
+    ):
         assert name in out
 
 
