@@ -11,6 +11,8 @@ from railtrace import __version__
 from railtrace.api.metrics import ApiMetrics
 from railtrace.api.routes import health, jobs, nodes, topology
 from railtrace.store import Store, StoreError
+from railtrace.topology.fabric import Fabric
+from railtrace.topology.paths import PathFinder
 
 
 async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -19,17 +21,21 @@ async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 
 def create_app(
-    store: Store, sink_written: Callable[[], Mapping[str, int]] | None = None
+    store: Store,
+    sink_written: Callable[[], Mapping[str, int]] | None = None,
+    fabric: Fabric | None = None,
 ) -> FastAPI:
     """An API over `store`; the caller keeps ownership and closes the store after serving.
     `sink_written`, from a process that also runs the sink, adds its write counters to
-    /metrics."""
+    /metrics; `fabric` (the cabling plan) serves /v1/topology."""
     app = FastAPI(
         title="railtrace",
         version=__version__,
         summary="Which fabric link stalled an NCCL job, with the evidence.",
     )
     app.state.store = store
+    app.state.fabric = fabric
+    app.state.paths = None if fabric is None else PathFinder(fabric)
     app.add_exception_handler(StoreError, _store_unavailable)
     app.include_router(health.router)
     app.include_router(jobs.router)

@@ -351,3 +351,27 @@ class TimelineOut(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class DeviceOut(BaseModel):
+    name: str
+    role: str = Field(description="host, leaf, spine, super-spine or switch (inferred).")
+    tier: int | None
+    rail: int | None = Field(description="The rail a leaf serves; null for hosts and spines.")
+
+
+class TopologyLinkOut(BaseModel):
+    id: str
+    a: EndpointOut
+    b: EndpointOut
+    rail: int | None = Field(description="The rail the cable carries; null above the leaves.")
+    weight: float | None = Field(
+        default=None, description="With ?job=: the chance the job's traffic crosses it."
+    )
+
+
+class TopologyOut(BaseModel):
+    devices: list[DeviceOut]
+    links: list[TopologyLinkOut]
+    rail: int | None
+    job: str | None

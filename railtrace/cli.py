@@ -306,6 +306,12 @@ def _load_topology(settings: Settings, topology: Path | None) -> Fabric:
         raise _fail(str(exc)) from exc
 
 
+def _api_topology(settings: Settings) -> Fabric | None:
+    """The fabric /v1/topology serves, when one is configured; a bad one stops the start."""
+    where = settings.api.topology_dir or settings.worker.topology_dir
+    return None if where is None else _load_topology(settings, where)
+
+
 TopologyOpt = Annotated[
     Path | None,
     typer.Option(help="Folder with cables.csv (and hosts.csv): the fabric to attribute on."),
@@ -363,7 +369,7 @@ def sink(
         bind_port = settings.api.port if port is None else port
         url = f"http://{bind_host}:{bind_port}"
         config = uvicorn.Config(
-            create_app(store, lambda: sink_app.written),
+            create_app(store, lambda: sink_app.written, _api_topology(settings)),
             host=bind_host,
             port=bind_port,
             log_level="warning",
@@ -600,7 +606,8 @@ def serve(
         # uvicorn re-raises SIGTERM after its own shutdown, which would skip the cleanup below;
         # turning it into SystemExit lets the owner file be removed and the store closed.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        uvicorn.run(create_app(store), host=bind_host, port=bind_port, log_level="warning")
+        app = create_app(store, fabric=_api_topology(settings))
+        uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")
     finally:
         if not settings.store.clickhouse_url:
             remove_owner(settings.store.data_dir)

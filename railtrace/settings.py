@@ -48,6 +48,9 @@ class ApiSettings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    # The folder with cables.csv (and hosts.csv) that /v1/topology serves; unset: the
+    # workers' topology_dir, if that is set.
+    topology_dir: Path | None = None
 
 
 class KafkaSettings(BaseModel):

@@ -11,6 +11,7 @@ MODULES = [
     "railtrace.topology.lldp",
     "railtrace.topology.paths",
     "railtrace.topology.reference",
+    "railtrace.topology.view",
     "railtrace.streams.attribution.scoring",
     "railtrace.streams.telemetry.lldp",
 ]

@@ -6,6 +6,7 @@ from fastapi import APIRouter, HTTPException
 
 from railtrace.api.deps import JobId, Limit, Offset, StateFilter, StoreDep
 from railtrace.api.schemas import EvidenceOut, JobListOut, JobSummaryOut, TimelineOut, VerdictOut
+from railtrace.store.rows import EVENT_FACT_KINDS
 from railtrace.streams.attribution import evidence
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -46,7 +47,8 @@ def get_timeline(
     """Every event that led to the job's verdict, in order: what its logs reported and what
     happened on the links its verdict weighed, from before the stall until the verdict."""
     verdict = store.get_verdict(job_id)
-    lines = [e for f in store.job_events(job_id) if (e := evidence.of_fact(f)) is not None]
+    facts = store.job_facts_of(job_id, EVENT_FACT_KINDS)
+    lines = [e for f in facts if (e := evidence.of_fact(f)) is not None]
     if verdict is None and not lines:
         raise HTTPException(
             status_code=404,

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 
-from railtrace.api.deps import Limit, Offset, StoreDep
-from railtrace.api.schemas import CablingDifferenceOut, CablingOut
+from railtrace.api.deps import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN, Limit, Offset, StoreDep
+from railtrace.api.schemas import (
+    CablingDifferenceOut,
+    CablingOut,
+    DeviceOut,
+    EndpointOut,
+    TopologyLinkOut,
+    TopologyOut,
+)
+from railtrace.streams.attribution import Correlator
+from railtrace.topology.fabric import Fabric
+from railtrace.topology.paths import PathFinder
+from railtrace.topology.view import topology_view
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])
 
@@ -35,4 +46,68 @@ def cabling_differences(
         device=device,
         limit=limit,
         offset=offset,
+    )
+
+
+RailFilter = Annotated[
+    int | None, Query(ge=0, le=63, description="Only the cables of this rail (0-based).")
+]
+JobFilter = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=JOB_ID_MAX_LENGTH,
+        pattern=JOB_ID_PATTERN,
+        description="Only the cables this job may cross, each with the chance it does.",
+    ),
+]
+
+
+@router.get(
+    "",
+    responses={
+        404: {"description": "No such job in this store."},
+        503: {"description": "This API was started without a topology."},
+    },
+)
+def get_topology(
+    request: Request, store: StoreDep, rail: RailFilter = None, job: JobFilter = None
+) -> TopologyOut:
+    """The fabric as a graph: devices with their role and rail, cables with the rail they
+    carry; only one rail's, or only the cables a job may cross, if asked."""
+    fabric: Fabric | None = request.app.state.fabric
+    if fabric is None:
+        raise HTTPException(
+            status_code=503,
+            detail="this API has no topology: start it with api.topology_dir (a folder with "
+            "cables.csv) or worker.topology_dir set",
+        )
+    weights = None
+    if job is not None:
+        facts = store.job_facts_of(job)
+        if not facts:
+            raise HTTPException(status_code=404, detail=f"no facts of job '{job}' in this store")
+        paths: PathFinder = request.app.state.paths
+        correlator = Correlator(fabric, paths=paths)
+        for fact in facts:
+            correlator.observe(fact)
+        weights = correlator.job_links(job)
+    view = topology_view(fabric, rail, weights)
+    return TopologyOut(
+        devices=[
+            DeviceOut(name=d.name, role=d.role.value, tier=d.tier, rail=d.rail)
+            for d in view.devices
+        ],
+        links=[
+            TopologyLinkOut(
+                id=link.link_id,
+                a=EndpointOut.from_record(link.a),
+                b=EndpointOut.from_record(link.b),
+                rail=link.rail,
+                weight=link.weight,
+            )
+            for link in view.links
+        ],
+        rail=rail,
+        job=job,
     )

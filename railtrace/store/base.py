@@ -146,8 +146,11 @@ class Store(Protocol):
         """One node's Xids and decisions, newest first."""
         ...
 
-    def job_events(self, job_id: str, limit: int = 10_000) -> list[JobFact]:
-        """The job's facts that happened at a moment (errors, timeouts, Xids), in order."""
+    def job_facts_of(
+        self, job_id: str, kinds: Sequence[str] | None = None, limit: int = 100_000
+    ) -> list[JobFact]:
+        """The job's facts (of `kinds`, as `rows.FACT_KINDS` names them; default all), in
+        the order they happened."""
         ...
 
     def link_events_between(

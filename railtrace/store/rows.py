@@ -48,6 +48,8 @@ FACT_KINDS: dict[type[JobFact], str] = {
     RasReport: "ras-report",
 }
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
+#: The kinds of fact that happened at a moment; the rest describe the job's structure.
+EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
 
 
 def _table(name: str, columns: dict[str, list[Any]]) -> pa.Table:

@@ -104,10 +104,7 @@ WHERE node = {{node:String}}
 ORDER BY ts DESC, kind, pci
 LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
 
-# The job facts that happened at a moment (the rest describe the job's structure).
-_EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
-
-_JOB_EVENTS_SQL = """\
+_JOB_FACTS_SQL = """\
 SELECT kind, detail
 FROM {facts} FINAL
 WHERE job_id = {{job_id:String}} AND kind IN {{kinds:Array(String)}}
@@ -372,12 +369,15 @@ class SqlStore(ABC):
             for r in rows
         ]
 
-    def job_events(self, job_id: str, limit: int = 10_000) -> list[JobFact]:
-        """The job's facts that happened at a moment (transport errors, watchdog timeouts,
-        Xids, RAS reports), in the order they happened. A row that no longer decodes (a
-        record type changed since) is logged and left out rather than failing the read."""
-        sql = _JOB_EVENTS_SQL.format(facts=self._name("job_facts"))
-        params = {"job_id": job_id, "kinds": list(_EVENT_FACT_KINDS), "limit": limit}
+    def job_facts_of(
+        self, job_id: str, kinds: Sequence[str] | None = None, limit: int = 100_000
+    ) -> list[JobFact]:
+        """The job's facts (of `kinds`, default all), in the order they happened. A row that
+        no longer decodes (a record type changed since) is logged and left out rather than
+        failing the read."""
+        sql = _JOB_FACTS_SQL.format(facts=self._name("job_facts"))
+        wanted = list(to_arrow.FACT_TYPES) if kinds is None else list(kinds)
+        params = {"job_id": job_id, "kinds": wanted, "limit": limit}
         out: list[JobFact] = []
         for r in self.select(sql, params).to_pylist():
             cls = to_arrow.FACT_TYPES[r["kind"]]
