@@ -123,4 +123,5 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        assert _wait_for(s, expected, timeout=300) == expected, s.logs()
+        got = _wait_for(s, expected, timeout=300)
+        assert got == expected, f"{differences(got, expected)}\n{s.logs()[-4000:]}"

@@ -607,12 +607,12 @@ def test_a_damaged_snapshot_is_counted_and_the_job_carries_on_afresh(
     assert next(iter(decoded(w.verdicts()[-1:]))) == expected_verdict
 
 
-def test_a_partition_taken_away_and_given_back_resumes_from_the_table_not_stale_memory(
+def test_a_partition_moved_away_and_given_back_resumes_from_the_table_not_stale_memory(
     tmp_path: Path, scenario: Scenario, hung: JobLogs
 ) -> None:
-    """Worker A reads the first third and loses the partition; worker B carries on to two
-    thirds; the partition comes back to A, which must resume from B's state in the tables
-    (as Faust recovers them), not from the parser and job view it held before."""
+    """Worker A reads the first third and loses the partition to worker B, which carries on
+    to two thirds; the partition comes back to A, which must resume from B's state in the
+    tables (as Faust recovers them), not from the parser and job view it held before."""
     third = min(len(lines) for lines in hung.files.values()) // 3
     key = hung.job_id.encode()
     a = make_worker(tmp_path / "a", scenario.fabric)
@@ -623,7 +623,11 @@ def test_a_partition_taken_away_and_given_back_resumes_from_the_table_not_stale_
         async with Agent(a) as agent:
             await agent.put_batches(hung.batches(stop=third))
             await agent.drain()
-        await a.processor._on_revoked(a.processor.app, {TP(raw_logs, 0)})
+        # A rebalance that hands the partition straight back changes nothing ...
+        await a.processor._on_assigned(a.processor.app, {TP(raw_logs, 0)})
+        assert key in a.processor.parsers.live_keys()
+        # ... one that gives it to another worker lets go of its jobs.
+        await a.processor._on_assigned(a.processor.app, set())
         assert a.processor.parsers.live_keys() == []
         assert hung.job_id not in a.processor.correlator.job_ids()
         async with Agent(b) as agent:

@@ -143,7 +143,7 @@ class Processor:
         app.task(self.telemetry.run)
         app.task(self._follow_link_events)
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
-        app.on_partitions_revoked.connect(cast(Any, self._on_revoked))
+        app.on_partitions_assigned.connect(cast(Any, self._on_assigned))
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -185,21 +185,26 @@ class Processor:
         for future in futures:
             await future
 
-    async def _on_revoked(self, sender: Any, revoked: set[Any], **_: Any) -> None:
-        """Let go of the jobs of raw-log partitions this worker no longer owns. Kept, their
-        parsers and views would go stale while another worker carries on, and if the
-        partition came back they would be resumed instead of the table's newer state."""
+    async def _on_assigned(self, sender: Any, assigned: set[Any], **_: Any) -> None:
+        """Let go of the jobs of raw-log partitions this worker no longer owns, once a
+        rebalance has settled. Kept, their parsers and views would go stale while another
+        worker carries on, and if the partition came back they would be resumed instead of
+        the table's newer state. A partition that comes straight back (a broker restart, a
+        rebalance that changes nothing for it) keeps its memory, which nobody else moved on
+        from, rather than trust a changelog that may still be catching up."""
         name = self.raw_logs.get_topic_name()
-        gone = {tp.partition for tp in revoked if tp.topic == name}
-        if not gone:
-            return
         parts = self.settings.kafka.partitions
-        keys = [k for k in self.parsers.live_keys() if _partition(k, parts) in gone]
+        kept = {tp.partition for tp in assigned if tp.topic == name}
+        keys = [k for k in self.parsers.live_keys() if _partition(k, parts) not in kept]
         self.parsers.forget(keys)
-        jobs = [j for j in self.correlator.job_ids() if _partition(j.encode(), parts) in gone]
+        jobs = [j for j in self.correlator.job_ids() if _partition(j.encode(), parts) not in kept]
         for job_id in jobs:
             self.correlator.drop(job_id)
-        log.info("partitions revoked", extra={"partitions": sorted(gone), "jobs": len(jobs)})
+        if keys or jobs:
+            log.info(
+                "jobs of partitions moved away dropped",
+                extra={"kept": sorted(kept), "parsers": len(keys), "jobs": len(jobs)},
+            )
 
     # -- agents -----------------------------------------------------------------------------
 
