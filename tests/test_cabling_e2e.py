@@ -86,7 +86,10 @@ def _wait(s: Stack, want: Callable[[list[dict[str, Any]]], bool], timeout: float
     deadline = time.monotonic() + timeout
     got: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        got = s.get("/v1/topology/cabling")["differences"]
+        try:
+            got = s.get("/v1/topology/cabling")["differences"]
+        except TimeoutError:  # the sink busy writing: ask again until the deadline
+            continue
         if want(got):
             return got
         time.sleep(0.5)

@@ -67,6 +67,8 @@ def _node(s: Stack, name: str, quarantined: bool = True, timeout: float = 120) -
         except urllib.error.HTTPError as exc:
             if exc.code != 404:
                 raise
+        except TimeoutError:  # the sink busy writing: ask again until the deadline
+            continue
         time.sleep(0.5)
     raise AssertionError(f"{name} never showed quarantined={quarantined}\n{s.logs()}")
 
