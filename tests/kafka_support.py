@@ -187,6 +187,29 @@ async def _partitions(consumer: Any, topic: str) -> set[int]:
     return consumer.partitions_for_topic(topic) or set()
 
 
+async def read_topic(topic: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) on `topic` now, partition by partition, each in its order; empty
+    when the topic does not exist (yet)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(await _partitions(consumer, topic))]
+        if not tps:
+            return []
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        out: list[tuple[bytes, bytes]] = []
+        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out += [(r.key or b"", r.value or b"") for r in records]
+        return out
+    finally:
+        await consumer.stop()
+
+
 def wait_drained(s: Stack, timeout: float = 180) -> None:
     """Until the workers have consumed the raw topics and the sink everything they wrote."""
     prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]

@@ -10,8 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from kafka_support import BOOTSTRAP, RAILTRACE, require_broker
+from kafka_support import BOOTSTRAP, RAILTRACE, read_topic, require_broker
 
 from railtrace.settings import load_settings
 from railtrace.streams import wire
@@ -63,30 +62,6 @@ def test_the_collect_section_of_a_settings_file_is_read_and_checked(tmp_path: Pa
     assert "path" in done.stderr
 
 
-async def _logs_topic(prefix: str) -> list[tuple[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        name = f"{prefix}.raw.logs.v1"
-        parts = consumer.partitions_for_topic(name)
-        if not parts:
-            await consumer._client.force_metadata_update()
-            parts = consumer.partitions_for_topic(name) or set()
-        tps = [TopicPartition(name, p) for p in sorted(parts)]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        out: list[tuple[bytes, bytes]] = []
-        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                out += [(r.key or b"", r.value or b"") for r in records]
-        return out
-    finally:
-        await consumer.stop()
-
-
 def test_collect_logs_follows_a_job_log_onto_the_raw_topic_and_stops_cleanly(
     tmp_path: Path,
 ) -> None:
@@ -111,7 +86,7 @@ def test_collect_logs_follows_a_job_log_onto_the_raw_topic_and_stops_cleanly(
         deadline = time.monotonic() + 60
         lines: list[str] = []
         while time.monotonic() < deadline and len(lines) < len(LINES):
-            got = asyncio.run(_logs_topic(prefix))
+            got = asyncio.run(read_topic(f"{prefix}.raw.logs.v1"))
             lines = [line for key, value in got for line in wire.decode_log_batch(value).lines]
             time.sleep(0.5)
         assert lines == LINES, (proc.poll(), lines)

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from kafka_support import BOOTSTRAP, require_broker
+from kafka_support import BOOTSTRAP, read_topic, require_broker
 
 from railtrace.collectors.delivery import DEAD_LETTER_BYTES, Delivery
 from railtrace.collectors.emit import Outgoing
@@ -35,23 +34,11 @@ def _message(n: int) -> Outgoing:
 
 async def _received(settings: KafkaSettings) -> dict[tuple[str, bytes], list[bytes]]:
     """Every message on the raw gNMI and SNMP topics, by (stream, key), in partition order."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        out: dict[tuple[str, bytes], list[bytes]] = defaultdict(list)
-        for stream, spec in (("gnmi", topics.RAW_GNMI), ("snmp", topics.RAW_SNMP)):
-            name = topics.name(settings.topic_prefix, spec)
-            tps = [TopicPartition(name, p) for p in range(settings.partitions)]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-            ends = await consumer.end_offsets(tps)
-            while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    for r in records:
-                        out[(stream, r.key or b"")].append(r.value or b"")
-        return out
-    finally:
-        await consumer.stop()
+    out: dict[tuple[str, bytes], list[bytes]] = defaultdict(list)
+    for stream, spec in (("gnmi", topics.RAW_GNMI), ("snmp", topics.RAW_SNMP)):
+        for key, value in await read_topic(topics.name(settings.topic_prefix, spec)):
+            out[(stream, key)].append(value)
+    return out
 
 
 def _expected(sent: list[Outgoing]) -> dict[tuple[str, bytes], list[bytes]]:
@@ -156,7 +143,8 @@ def test_records_the_broker_refuses_do_not_block_the_ones_behind_them(tmp_path: 
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        letters = await _read_all(topics.name(settings.topic_prefix, topics.DEAD_LETTERS), settings)
+        dead = topics.name(settings.topic_prefix, topics.DEAD_LETTERS)
+        letters = [value for _, value in await read_topic(dead)]
         return await _received(settings), delivery, letters
 
     got, delivery, letters = asyncio.run(go())
@@ -170,20 +158,3 @@ def test_records_the_broker_refuses_do_not_block_the_ones_behind_them(tmp_path: 
     assert letter["topic"] == topics.name(settings.topic_prefix, topics.RAW_GNMI)
     assert "refused by the broker" in letter["reason"]
     assert letter["value"] == huge.value[:DEAD_LETTER_BYTES]
-
-
-async def _read_all(topic: str, settings: KafkaSettings) -> list[bytes]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(settings.partitions)]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        out: list[bytes] = []
-        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                out += [r.value or b"" for r in records]
-        return out
-    finally:
-        await consumer.stop()

@@ -24,8 +24,7 @@ import aiohttp
 import orjson
 import pytest
 from aiohttp import web
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
+from kafka_support import BOOTSTRAP, RAILTRACE, free_port, read_topic, require_broker
 from prometheus_client.parser import text_string_to_metric_families
 
 from railtrace.collectors import run
@@ -430,27 +429,6 @@ def test_metrics_and_health_of_the_ufm_collector(
     asyncio.run(main())
 
 
-async def _gnmi_topic(prefix: str) -> list[tuple[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        name = f"{prefix}.raw.gnmi.v1"
-        await consumer._client.force_metadata_update()
-        tps = [TopicPartition(name, p) for p in sorted(consumer.partitions_for_topic(name) or [])]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        out: list[tuple[bytes, bytes]] = []
-        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                out += [(r.key or b"", r.value or b"") for r in records]
-        return out
-    finally:
-        await consumer.stop()
-
-
 def test_collect_ufm_process_puts_translated_messages_on_the_raw_gnmi_topic(
     tmp_path: Path, server: UfmServer
 ) -> None:
@@ -492,7 +470,7 @@ interval_s = 1
         got: list[tuple[bytes, bytes]] = []
         while time.monotonic() < deadline and len({k for k, _ in got}) < 2:
             assert proc.poll() is None, proc.communicate()[0].decode(errors="replace")
-            got = asyncio.run(_gnmi_topic(prefix))
+            got = asyncio.run(read_topic(f"{prefix}.raw.gnmi.v1"))
             time.sleep(0.5)
         decoded = [v for _, value in got for v in decode_message(orjson.loads(value))]
         assert {k for k, _ in got} == {b"ib-leaf-01", b"ib-spine-01"}, got
