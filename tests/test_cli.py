@@ -5,7 +5,6 @@ about in process (CliRunner) and, where a second process is the point, through r
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
@@ -21,39 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import COLUMNS, invoke
 from click.testing import Result
-from typer.testing import CliRunner
 
 from railtrace import __version__
-from railtrace.cli import DEMO_MARK, app
+from railtrace.cli import DEMO_MARK
 from railtrace.store import read_owner
 from railtrace.store.owner import Owner, owner_path
 
-#: Wide enough that rich folds neither messages nor table cells nor paths.
-_COLUMNS = "250"
 _SERVE_START_S = 30.0
 _SERVE_STOP_S = 15.0
 _SUBPROCESS_S = 120.0
 
 
 # --- running the CLI ------------------------------------------------------------------------
-
-
-def _clean_env() -> dict[str, str | None]:
-    """The caller's RAILTRACE_* settings removed (None unsets in CliRunner), output wide."""
-    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("RAILTRACE_")}
-    env["COLUMNS"] = _COLUMNS
-    return env
-
-
-def _invoke(*args: object, env: dict[str, str] | None = None) -> Result:
-    """Run the CLI in this process; the `railtrace` logger it configures is put back after."""
-    logger = logging.getLogger("railtrace")
-    saved = (logger.handlers[:], logger.level, logger.propagate)
-    try:
-        return CliRunner().invoke(app, [str(a) for a in args], env={**_clean_env(), **(env or {})})
-    finally:
-        logger.handlers[:], logger.level, logger.propagate = saved
 
 
 def _railtrace() -> list[str]:
@@ -66,7 +46,7 @@ def _railtrace() -> list[str]:
 
 def _subprocess_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
-    env["COLUMNS"] = _COLUMNS
+    env["COLUMNS"] = COLUMNS
     return env
 
 
@@ -123,8 +103,8 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Incident:
     base = tmp_path_factory.mktemp("incident")
     capture, data = base / "capture", base / "data"
     sim = "simulate", capture, "--nodes", 64, "--fault", "link-down", "--seed", 3
-    _ok(_invoke(*sim, "--watchdog", 120))
-    _ok(_invoke("replay", capture, "--data", data))
+    _ok(invoke(*sim, "--watchdog", 120))
+    _ok(invoke("replay", capture, "--data", data))
     truth = _json((capture / "truth.json").read_text())
     stalled = [job for job, t in truth["jobs"].items() if t["state"] == "stalled"]
     assert len(stalled) == 1, f"seed 3 should stall exactly one job: {truth['jobs']}"
@@ -135,7 +115,7 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Incident:
 def local_verdict(incident: Incident) -> dict[str, Any]:
     """`verdict --json` read straight from the directory (nothing else holds it yet)."""
     assert read_owner(incident.data) is None, "the data directory should be free here"
-    result = _ok(_invoke("verdict", incident.job, "--data", incident.data, "--json"))
+    result = _ok(invoke("verdict", incident.job, "--data", incident.data, "--json"))
     doc: dict[str, Any] = _json(result.stdout)
     return doc
 
@@ -175,12 +155,12 @@ def local_verdict(incident: Incident) -> dict[str, Any]:
     ],
 )
 def test_help_of_every_command_states_its_purpose(command: list[str], purpose: str) -> None:
-    result = _ok(_invoke(*command, "--help"))
+    result = _ok(invoke(*command, "--help"))
     assert purpose in _flat(result.stdout)
 
 
 def test_top_level_help_lists_every_command() -> None:
-    out = _flat(_ok(_invoke("--help")).stdout)
+    out = _flat(_ok(invoke("--help")).stdout)
     for name in (
         "simulate",
         "replay",
@@ -202,7 +182,7 @@ def test_top_level_help_lists_every_command() -> None:
 
 @pytest.mark.parametrize("command", ["verdict", "jobs", "replay"])
 def test_store_commands_document_data_and_json_options(command: str) -> None:
-    out = _flat(_ok(_invoke(command, "--help")).stdout)
+    out = _flat(_ok(invoke(command, "--help")).stdout)
     assert "--data" in out
     assert "--json" in out
 
@@ -214,7 +194,7 @@ def test_installed_console_script_runs(tmp_path: Path) -> None:
 
 
 def test_version_option_prints_the_version() -> None:
-    result = _ok(_invoke("--version"))
+    result = _ok(invoke("--version"))
     assert result.stdout.startswith(f"railtrace {__version__}")
 
 
@@ -252,7 +232,7 @@ def test_verdict_names_the_link_the_simulation_broke(
 
 
 def test_verdict_without_json_shows_the_link_to_a_person(incident: Incident) -> None:
-    out = _flat(_ok(_invoke("verdict", incident.job, "--data", incident.data)).stdout)
+    out = _flat(_ok(invoke("verdict", incident.job, "--data", incident.data)).stdout)
     a, b = incident.truth["fault_link"]["a"], incident.truth["fault_link"]["b"]
     assert incident.job in out
     assert "stalled" in out
@@ -262,21 +242,21 @@ def test_verdict_without_json_shows_the_link_to_a_person(incident: Incident) -> 
 def test_jobs_state_filter_lists_exactly_the_stalled_job(
     incident: Incident, local_verdict: dict[str, Any]
 ) -> None:
-    result = _ok(_invoke("jobs", "--data", incident.data, "--state", "stalled", "--json"))
+    result = _ok(invoke("jobs", "--data", incident.data, "--state", "stalled", "--json"))
     docs = _json(result.stdout)
     assert [d["job_id"] for d in docs] == [incident.job]
     assert docs[0] == local_verdict
 
 
 def test_jobs_lists_every_job_of_the_capture_with_its_state(incident: Incident) -> None:
-    docs = _json(_ok(_invoke("jobs", "--data", incident.data, "--json")).stdout)
+    docs = _json(_ok(invoke("jobs", "--data", incident.data, "--json")).stdout)
     assert {d["job_id"]: d["state"] for d in docs} == {
         job: t["state"] for job, t in incident.truth["jobs"].items()
     }
 
 
 def test_unknown_job_exits_2_and_says_how_to_list_jobs(incident: Incident) -> None:
-    err = _refused(_invoke("verdict", "no-such-job", "--data", incident.data), code=2)
+    err = _refused(invoke("verdict", "no-such-job", "--data", incident.data), code=2)
     assert "no job 'no-such-job'" in err
     assert "railtrace jobs" in err
 
@@ -284,14 +264,14 @@ def test_unknown_job_exits_2_and_says_how_to_list_jobs(incident: Incident) -> No
 def test_replay_without_cables_csv_names_the_missing_file(tmp_path: Path) -> None:
     capture = tmp_path / "capture"
     (capture / "gnmi").mkdir(parents=True)
-    err = _refused(_invoke("replay", capture, "--data", tmp_path / "data"))
+    err = _refused(invoke("replay", capture, "--data", tmp_path / "data"))
     assert "cables.csv" in err
     assert not (tmp_path / "data").exists(), "a refused replay must not create the store"
 
 
 def test_verdict_on_a_missing_data_dir_says_to_replay_first(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    err = _refused(_invoke("verdict", "1234", "--data", missing))
+    err = _refused(invoke("verdict", "1234", "--data", missing))
     assert f"no data directory {missing}" in err
     assert "railtrace replay" in err
     assert not missing.exists()
@@ -299,13 +279,13 @@ def test_verdict_on_a_missing_data_dir_says_to_replay_first(tmp_path: Path) -> N
 
 def test_jobs_on_a_missing_data_dir_fails_cleanly_without_creating_it(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    err = _refused(_invoke("jobs", "--data", missing))
+    err = _refused(invoke("jobs", "--data", missing))
     assert "railtrace replay" in err
     assert not missing.exists()
 
 
 def test_verdict_on_a_never_replayed_data_dir_fails_cleanly(tmp_path: Path) -> None:
-    err = _refused(_invoke("verdict", "1234", "--data", tmp_path))
+    err = _refused(invoke("verdict", "1234", "--data", tmp_path))
     assert "railtrace replay" in err
 
 
@@ -448,7 +428,7 @@ def test_serve_releases_the_directory_when_stopped(tmp_path: Path, sig: int) -> 
 
 def test_demo_shows_the_stalled_job_and_the_link_it_simulated(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
-    out = _flat(_ok(_invoke("demo", "--workdir", workdir, "--seed", 5)).stdout)
+    out = _flat(_ok(invoke("demo", "--workdir", workdir, "--seed", 5)).stdout)
     truth = _json((workdir / "capture" / "truth.json").read_text())
     assert truth["nodes"] == 64
     stalled = [job for job, t in truth["jobs"].items() if t["state"] == "stalled"]
@@ -465,7 +445,7 @@ def test_demo_refuses_a_directory_that_is_not_its_own(tmp_path: Path) -> None:
     workdir = tmp_path / "mine"
     workdir.mkdir()
     (workdir / "precious.txt").write_text("keep me")
-    err = _refused(_invoke("demo", "--workdir", workdir, "--seed", 5))
+    err = _refused(invoke("demo", "--workdir", workdir, "--seed", 5))
     assert "not a railtrace demo directory" in err
     assert sorted(p.name for p in workdir.iterdir()) == ["precious.txt"]
 
@@ -475,7 +455,7 @@ def test_demo_runs_again_over_its_own_directory(tmp_path: Path) -> None:
     workdir.mkdir()
     (workdir / DEMO_MARK).touch()
     (workdir / "left-over").write_text("from an earlier run")
-    _ok(_invoke("demo", "--workdir", workdir, "--nodes", 2, "--seed", 5))
+    _ok(invoke("demo", "--workdir", workdir, "--nodes", 2, "--seed", 5))
     assert not (workdir / "left-over").exists()
     assert _json((workdir / "capture" / "truth.json").read_text())["nodes"] == 2
 
@@ -491,8 +471,8 @@ def _config(tmp_path: Path, text: str) -> Path:
 
 def _with_config(how: str, config: Path, *args: object) -> Result:
     if how == "env":
-        return _invoke(*args, env={"RAILTRACE_CONFIG": str(config)})
-    return _invoke("--config", config, *args)
+        return invoke(*args, env={"RAILTRACE_CONFIG": str(config)})
+    return invoke("--config", config, *args)
 
 
 @pytest.mark.parametrize("how", ["env", "flag"])

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-from typer.testing import CliRunner, Result
+from cli_support import invoke
 
-from railtrace.cli import app
 from railtrace.store import migrations
 from railtrace.store.chdb_store import ChdbStore
 
 
-def _invoke(*args: str) -> Result:
-    logger = logging.getLogger("railtrace")
-    saved = (logger.handlers[:], logger.level, logger.propagate)
-    try:
-        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
-    finally:
-        logger.handlers[:], logger.level, logger.propagate = saved
-
-
 def test_migrate_applies_every_migration_once_then_nothing(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
-    first = _invoke("db", "migrate", "--data", data)
+    first = invoke("db", "migrate", "--data", data)
     assert first.exit_code == 0, first.output
     assert [line.split()[1] for line in first.stdout.splitlines()] == [
         str(m.version) for m in migrations.MIGRATIONS
     ]
-    again = _invoke("db", "migrate", "--data", data)
+    again = invoke("db", "migrate", "--data", data)
     assert "up to date" in again.stdout
-    status = _invoke("db", "status", "--data", data)
+    status = invoke("db", "status", "--data", data)
     assert status.exit_code == 0
     assert status.stdout.count("applied") == len(migrations.MIGRATIONS)
 
@@ -44,13 +33,13 @@ def test_status_names_a_pending_migration_and_exits_3(tmp_path: Path) -> None:
         store._execute(
             f"INSERT INTO {store.database}.{migrations.LEDGER} (version, name) VALUES (1, 'v1')"
         )
-    status = _invoke("db", "status", "--data", str(tmp_path / "data"))
+    status = invoke("db", "status", "--data", str(tmp_path / "data"))
     assert status.exit_code == 3
     (pending,) = [line for line in status.stdout.splitlines() if "pending" in line]
     assert pending.split()[0] == "2"
 
 
 def test_status_of_a_missing_data_dir_says_to_migrate(tmp_path: Path) -> None:
-    result = _invoke("db", "status", "--data", str(tmp_path / "nowhere"))
+    result = invoke("db", "status", "--data", str(tmp_path / "nowhere"))
     assert result.exit_code == 1
     assert "railtrace db migrate" in result.output

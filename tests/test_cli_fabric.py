@@ -3,14 +3,12 @@ the GPU nodes, from the store (or through the API of the process that holds it).
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner, Result
+from cli_support import invoke
 
-from railtrace.cli import app
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, NodeEvent
 
@@ -44,17 +42,8 @@ def data(tmp_path: Path) -> Path:
     return where
 
 
-def _invoke(*args: str) -> Result:
-    logger = logging.getLogger("railtrace")
-    saved = (logger.handlers[:], logger.level, logger.propagate)
-    try:
-        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
-    finally:
-        logger.handlers[:], logger.level, logger.propagate = saved
-
-
 def test_cabling_shows_each_differing_port_with_both_ends(data: Path) -> None:
-    result = _invoke("cabling", "--data", str(data))
+    result = invoke("cabling", "--data", str(data))
     assert result.exit_code == 0, result.output
     assert "leaf1:swp3" in result.stdout and "miswired" in result.stdout
     assert "gpu1:mlx5_0" in result.stdout and "gpu1:mlx5_1" in result.stdout
@@ -62,24 +51,24 @@ def test_cabling_shows_each_differing_port_with_both_ends(data: Path) -> None:
 
 
 def test_cabling_json_filters_by_device(data: Path) -> None:
-    result = _invoke("cabling", "--data", str(data), "--device", "leaf2", "--json")
+    result = invoke("cabling", "--data", str(data), "--device", "leaf2", "--json")
     assert result.exit_code == 0, result.output
     (only,) = orjson.loads(result.stdout)
     assert (only["interface"], only["kind"], only["seen"]) == ("swp4", "missing", None)
 
 
 def test_nodes_lists_quarantined_ones_with_the_reason(data: Path) -> None:
-    result = _invoke("nodes", "--data", str(data), "--quarantined")
+    result = invoke("nodes", "--data", str(data), "--quarantined")
     assert result.exit_code == 0, result.output
     assert "gpu7" in result.stdout and "quarantined" in result.stdout
     assert "Xid 79" in result.stdout
     assert "gpu8" not in result.stdout
-    everyone = orjson.loads(_invoke("nodes", "--data", str(data), "--json").stdout)
+    everyone = orjson.loads(invoke("nodes", "--data", str(data), "--json").stdout)
     assert [(n["node"], n["quarantined"]) for n in everyone] == [("gpu7", True), ("gpu8", False)]
 
 
 @pytest.mark.parametrize("command", ["cabling", "nodes"])
 def test_on_a_missing_data_dir_they_say_to_replay_first(tmp_path: Path, command: str) -> None:
-    result = _invoke(command, "--data", str(tmp_path / "nowhere"))
+    result = invoke(command, "--data", str(tmp_path / "nowhere"))
     assert result.exit_code == 1
     assert "no data directory" in result.output
