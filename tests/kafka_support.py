@@ -83,6 +83,23 @@ class Stack:
         self.procs.append(proc)
         return proc
 
+    def collector_settings(self, role_toml: str) -> Path:
+        """A settings file for a `railtrace collect ...` process producing to this stack's
+        topics, with `role_toml` (its own `[collect.<role>]` section) added."""
+        path = self.workdir / "collect.toml"
+        path.write_text(
+            f"""
+[kafka]
+bootstrap_servers = "{BOOTSTRAP}"
+topic_prefix = "{self.env["RAILTRACE_KAFKA__TOPIC_PREFIX"]}"
+
+[collect]
+spool_dir = "{self.workdir / "spool"}"
+
+{role_toml}"""
+        )
+        return path
+
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.api + path, timeout=10) as resp:
             return orjson.loads(resp.read())

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from gnmi_server import GnmiServer, SwitchState
-from kafka_support import BOOTSTRAP, Stack, require_broker, stack
+from kafka_support import Stack, require_broker, stack
 
 PLAN = {"Ethernet1": ("hgx-01", "mlx5_0"), "Ethernet2": ("hgx-02", "mlx5_0")}
 
@@ -60,28 +60,6 @@ def _topology(tmp: Path) -> Path:
     return topo
 
 
-def _collector_config(tmp: Path, s: Stack, address: str) -> Path:
-    path = tmp / "collect.toml"
-    path.write_text(
-        f"""
-[kafka]
-bootstrap_servers = "{BOOTSTRAP}"
-topic_prefix = "{s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"]}"
-
-[collect]
-spool_dir = "{tmp / "spool"}"
-
-[[collect.gnmi]]
-name = "leaf1"
-address = "{address}"
-profile = "openconfig"
-sample_interval_s = 1
-insecure = true
-"""
-    )
-    return path
-
-
 def _wait(s: Stack, want: Callable[[list[dict[str, Any]]], bool], timeout: float = 120) -> Any:
     deadline = time.monotonic() + timeout
     got: list[dict[str, Any]] = []
@@ -101,7 +79,15 @@ def test_a_swap_seen_by_lldp_reaches_the_api_and_leaves_it_when_recabled(
 ) -> None:
     require_broker()
     with stack(tmp_path, _topology(tmp_path), RAILTRACE_WORKER__LLDP_SETTLE_S="2") as s:
-        config = _collector_config(tmp_path, s, switch.server.address)
+        config = s.collector_settings(
+            f"""[[collect.gnmi]]
+name = "leaf1"
+address = "{switch.server.address}"
+profile = "openconfig"
+sample_interval_s = 1
+insecure = true
+"""
+        )
         s.start("--config", str(config), "collect", "gnmi", name="collector")
         got = _wait(s, lambda d: len(d) == 2)
         assert [(d["interface"], d["kind"], d["planned"], d["seen"]) for d in got] == [

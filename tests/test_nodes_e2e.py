@@ -36,25 +36,15 @@ def _topology(tmp: Path) -> Path:
     return topo
 
 
-def _config(tmp: Path, s: Stack, kern_log: Path) -> Path:
-    path = tmp / "collect.toml"
-    path.write_text(
-        f"""
-[kafka]
-bootstrap_servers = "{BOOTSTRAP}"
-topic_prefix = "{s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"]}"
-
-[collect]
-spool_dir = "{tmp / "spool"}"
-
-[collect.xid]
+def _xid_settings(tmp: Path, s: Stack, kern_log: Path) -> Path:
+    return s.collector_settings(
+        f"""[collect.xid]
 file = "{kern_log}"
 state_file = "{tmp / "xid-state.json"}"
 requests_dir = "{tmp / "xid-requests"}"
 poll_interval_ms = 50
 """
     )
-    return path
 
 
 def _node(s: Stack, name: str, quarantined: bool = True, timeout: float = 120) -> Any:
@@ -88,7 +78,7 @@ def test_an_xid_79_quarantines_its_node_until_released_and_garbage_is_dead_lette
             timeout=30,
         )
         assert done.returncode == 0, done.stderr
-        s.start("--config", str(_config(tmp_path, s, kern_log)), "collect", "xid", name="xid")
+        s.start("--config", str(_xid_settings(tmp_path, s, kern_log)), "collect", "xid", name="xid")
         body = _node(s, "gpu7")
         assert body["state"]["xids"] == 2
         assert body["state"]["reason"].startswith("Xid 79")
@@ -101,7 +91,7 @@ def test_an_xid_79_quarantines_its_node_until_released_and_garbage_is_dead_lette
         assert [n["node"] for n in listed] == ["gpu7"]
 
         # The GPU is reseated; the operator puts the node back through the collector.
-        config = str(_config(tmp_path, s, kern_log))
+        config = str(_xid_settings(tmp_path, s, kern_log))
         asked = s.run(
             "--config", config, "release-node", "gpu7", "--by", "alice", "--reason", "reseated"
         )
