@@ -12,10 +12,10 @@ pytest.importorskip("grpc", reason="grpcio is not installed")
 from railtrace.collectors.gnmi.convert import (
     BadValueError,
     convert_notification,
-    rfc3339,
     typed_value,
 )
 from railtrace.collectors.gnmi.xpaths import from_xpath, to_xpath
+from railtrace.collectors.gnmicjson import rfc3339
 from railtrace.proto.gen import gnmi_pb2
 from railtrace.streams.records import Metric
 from railtrace.streams.telemetry import decode_message

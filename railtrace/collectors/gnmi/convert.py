@@ -16,12 +16,11 @@ from __future__ import annotations
 import base64
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import orjson
 
+from ..gnmicjson import header
 from .xpaths import leaf_name, to_xpath
 
 #: What makes a notification a state change, which delivery keeps when it has to drop
@@ -114,21 +113,6 @@ def _update_value(update: Any) -> Any:
     raise BadValueError("update without a value")
 
 
-def rfc3339(ts_ns: int) -> str:
-    """ns since the epoch as RFC 3339 in UTC, fraction trimmed as Go prints it."""
-    seconds, nanos = divmod(ts_ns, 1_000_000_000)
-    text = _second(seconds)
-    if nanos:
-        text += "." + f"{nanos:09d}".rstrip("0")
-    return text + "Z"
-
-
-@lru_cache(maxsize=64)
-def _second(seconds: int) -> str:
-    # Every notification of a sample interval falls in the same few seconds.
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-
-
 #: Paths remembered with their strings; a switch sends the same few thousand every interval.
 PATH_CACHE_SIZE = 1 << 16
 _paths: dict[bytes, tuple[str, str, bool]] = {}
@@ -177,12 +161,7 @@ def convert_notification(
     deletes = [to_xpath(path) for path in notification.delete]
     if not updates and not deletes:
         return Converted(None, ts_ns, False, bad) if bad else None
-    message: dict[str, Any] = {
-        "source": source,
-        "subscription-name": subscription,
-        "timestamp": ts_ns,
-        "time": rfc3339(ts_ns),
-    }
+    message = header(source, subscription, ts_ns)
     if notification.HasField("prefix"):
         if prefix := to_xpath(notification.prefix):
             message["prefix"] = prefix

@@ -21,9 +21,10 @@ import grpc
 
 from ...proto.gen import gnmi_pb2, gnmi_pb2_grpc
 from ..emit import Emit, Outgoing
+from ..gnmicjson import header
 from .channel import call_metadata, open_channel
 from .config import GnmiTarget
-from .convert import convert_notification, encode, rfc3339
+from .convert import convert_notification, encode
 from .errors import TargetFailedError
 from .profiles import PROFILES, Profile
 from .xpaths import from_xpath
@@ -247,13 +248,7 @@ class TargetSession:
         if not any("lldp" in path for path in self.profile.on_change):
             return
         now = time.time_ns()
-        message = {
-            "source": self.target.name,
-            "subscription-name": self.profile.name,
-            "timestamp": now,
-            "time": rfc3339(now),
-            "deletes": [LLDP_ROOT],
-        }
+        message = {**header(self.target.name, self.profile.name, now), "deletes": [LLDP_ROOT]}
         await self.emit(Outgoing("gnmi", self.target.name.encode(), encode(message), True, now))
         self.status.messages += 1
 

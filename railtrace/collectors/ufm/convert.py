@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from ..gnmicjson import header
 from .names import SwitchNames, normalise_guid
 from .prometheus import Sample
 
@@ -77,13 +77,6 @@ class Converted:
     not_mapped: int = 0
     bad_values: int = 0
     status: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-def rfc3339(ts_ns: int) -> str:
-    """ns since the epoch as gnmic prints `time` (RFC 3339, UTC, Go's trimmed fraction)."""
-    seconds, nanos = divmod(ts_ns, 1_000_000_000)
-    text = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return text + ("." + f"{nanos:09d}".rstrip("0") if nanos else "") + "Z"
 
 
 def _counter(value: int | float | str) -> int | None:
@@ -185,10 +178,7 @@ def _message(
         switch.updates[(interface, OPER_STATUS)] = status
     ts_ns = switch.ts_ns or received_ns
     message = {
-        "source": device,
-        "subscription-name": SUBSCRIPTION,
-        "timestamp": ts_ns,
-        "time": rfc3339(ts_ns),
+        **header(device, SUBSCRIPTION, ts_ns),
         "prefix": PREFIX,
         "updates": [
             {"Path": f"interface[name={interface}]/{path}", "values": {f"interface/{path}": v}}
