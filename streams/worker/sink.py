@@ -64,13 +64,18 @@ class Sink:
     def _count(self, name: str, n: int) -> None:
         self.written[name] = self.written.get(name, 0) + n
 
-    def _decode(self, event: Any, decode: Callable[[bytes], list[Any]]) -> list[Any]:
+    def _decode(
+        self, event: Any, decode: Callable[[bytes], list[Any]], what: str = "sink"
+    ) -> list[Any]:
+        """The records of one message; one that does not decode (WireError or any other
+        ValueError) is stored as a dead letter and the rest of its batch still lands."""
         try:
             return decode(event.value or b"")
-        except wire.WireError as exc:
+        except ValueError as exc:
             self.store.write_dead_letters(
-                [DeadLetter(event.message.topic, f"sink: {exc}", event.value or b"")]
+                [DeadLetter(event.message.topic, f"{what}: {exc}", event.value or b"")]
             )
+            self._count("dead_letters", 1)
             return []
 
     def _samples(self, events: Sequence[Any]) -> None:
@@ -100,19 +105,12 @@ class Sink:
 
     def _node_events(self, events: Sequence[Any]) -> None:
         """Node events come straight from the Xid collectors (the quarantine decision is
-        theirs), so a bad one is dead-lettered here and the rest of the batch still lands."""
-        rows: list[NodeEvent] = []
-        dead: list[DeadLetter] = []
-        for e in events:
-            try:
-                rows.append(nodeevents.to_record(nodeevents.decode(e.value or b"")))
-            except ValueError as exc:
-                dead.append(DeadLetter(e.message.topic, f"node event: {exc}", e.value or b""))
+        theirs), in their own format."""
+        rows: list[NodeEvent] = [
+            r for e in events for r in self._decode(e, _node_event, "node event")
+        ]
         self.store.write_node_events(rows)
         self._count("node_events", len(rows))
-        if dead:
-            self.store.write_dead_letters(dead)
-            self._count("dead_letters", len(dead))
 
     def _facts(self, events: Sequence[Any]) -> None:
         rows: list[JobFact] = [r for e in events for r in self._decode(e, wire.decode_records)]
@@ -148,3 +146,7 @@ class Sink:
             )
         self.store.write_dead_letters(rows)
         self._count("dead_letters", len(rows))
+
+
+def _node_event(data: bytes) -> list[NodeEvent]:
+    return [nodeevents.to_record(nodeevents.decode(data))]
