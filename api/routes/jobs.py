@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException
 from railtrace.api.deps import JobId, Limit, Offset, StateFilter, StoreDep
 from railtrace.api.schemas import EvidenceOut, JobListOut, JobSummaryOut, TimelineOut, VerdictOut
 from railtrace.store.rows import EVENT_FACT_KINDS
-from railtrace.streams.attribution import evidence
+from railtrace.streams.attribution import TimeWindow, evidence
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -37,7 +37,7 @@ def get_verdict(store: StoreDep, job_id: JobId) -> VerdictOut:
 
 #: How far before a stall the timeline looks for link events: the attribution's default
 #: lookback, so the timeline shows at least what the verdict weighed.
-LINK_LOOKBACK_NS = 300 * 10**9
+LINK_LOOKBACK_NS = int(TimeWindow().lookback_s * 1e9)
 
 
 @router.get("/{job_id}/timeline", responses={404: {"description": "Nothing stored for this job."}})
@@ -58,15 +58,15 @@ def get_timeline(
         links = {c.link.link_id for c in verdict.candidates if c.link is not None}
         if verdict.cause_link is not None:
             links.add(verdict.cause_link.link_id)
-        times = [e.ts_ns for e in lines] + [e.ts_ns for e in verdict.evidence]
-        start = min([*times, verdict.stalled_at_ns or 2**62])
-        end = max([*times, verdict.decided_at_ns or 0, verdict.stalled_at_ns or 0])
-        lines += [
-            evidence.link_event(e, lid)
-            for e, lid in store.link_events_between(
-                sorted(links), start - LINK_LOOKBACK_NS, max(end, start)
-            )
-        ]
+        marks = (verdict.stalled_at_ns, verdict.decided_at_ns)
+        times = [e.ts_ns for e in (*lines, *verdict.evidence)] + [t for t in marks if t]
+        if times:
+            lines += [
+                evidence.link_event(e, lid)
+                for e, lid in store.link_events_between(
+                    sorted(links), min(times) - LINK_LOOKBACK_NS, max(times)
+                )
+            ]
     lines.sort(key=lambda e: (e.ts_ns, e.source, e.kind, e.subject))
     return TimelineOut(
         job_id=job_id,
