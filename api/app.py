@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response, Security
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from railtrace import __version__
+from railtrace.api.auth import require
+from railtrace.api.deps import reject_unknown_query
 from railtrace.api.metrics import ApiMetrics
 from railtrace.api.routes import health, jobs, nodes, topology
+from railtrace.api.routes import tokens as token_routes
+from railtrace.api.tokens import Scope, TokenBook
 from railtrace.store import Store, StoreError
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import PathFinder
@@ -22,32 +27,50 @@ async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 def create_app(
     store: Store,
+    tokens: TokenBook,
+    *,
     sink_written: Callable[[], Mapping[str, int]] | None = None,
     fabric: Fabric | None = None,
+    cors_origins: Sequence[str] = (),
 ) -> FastAPI:
     """An API over `store`; the caller keeps ownership and closes the store after serving.
-    `sink_written`, from a process that also runs the sink, adds its write counters to
-    /metrics; `fabric` (the cabling plan) serves /v1/topology."""
+    Every route but /healthz and /readyz needs a bearer token from `tokens`. `sink_written`,
+    from a process that also runs the sink, adds its write counters to /metrics; `fabric`
+    (the cabling plan) serves /v1/topology. `cors_origins` are the browser origins allowed to
+    call it from their pages (none by default)."""
     app = FastAPI(
         title="railtrace",
         version=__version__,
         summary="Which fabric link stalled an NCCL job, with the evidence.",
     )
     app.state.store = store
+    app.state.tokens = tokens
     app.state.fabric = fabric
     app.state.paths = None if fabric is None else PathFinder(fabric)
     app.add_exception_handler(StoreError, _store_unavailable)
-    app.include_router(health.router)
-    app.include_router(jobs.router)
-    app.include_router(topology.router)
-    app.include_router(nodes.router)
+    strict = Depends(reject_unknown_query)
+    reader = [strict, Security(require(Scope.READ))]
+    app.include_router(health.router, dependencies=[strict])
+    app.include_router(jobs.router, dependencies=reader)
+    app.include_router(topology.router, dependencies=reader)
+    app.include_router(nodes.router, dependencies=reader)
+    app.include_router(token_routes.router, dependencies=[strict, Security(require(Scope.ADMIN))])
     metrics = ApiMetrics(store, sink_written)
     app.middleware("http")(metrics.middleware)
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET"],
+            allow_headers=["Authorization"],
+            max_age=600,
+        )
 
-    @app.get("/metrics", tags=["health"], response_class=Response)
+    @app.get("/metrics", tags=["health"], response_class=Response, dependencies=reader)
     def prometheus_metrics() -> Response:
-        """railtrace's own health for Prometheus: request latency per route, rows stored per
-        table, seconds from stall to verdict, and (with the sink) rows written."""
+        """railtrace's own health for Prometheus (with a read token): request latency per
+        route, rows stored per table, seconds from stall to verdict, and (with the sink) rows
+        written."""
         return metrics.exposition()
 
     return app

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, cast
 
 from fastapi import Depends, Path, Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 
 from railtrace.store import Store
 from railtrace.streams.records import JobState
@@ -38,3 +42,43 @@ StateFilter = Annotated[
 Limit = Annotated[int, Query(ge=1, le=1000, description="Page size.")]
 
 Offset = Annotated[int, Query(ge=0, le=1_000_000, description="Jobs to skip.")]
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    names = _QUERY_NAMES.get(id(route))
+    if names is None:
+        names = _QUERY_NAMES[id(route)] = frozenset(_query_aliases(route.dependant))
+    return names
+
+
+def _query_aliases(dependant: Dependant) -> Iterator[str]:
+    """The query parameters of a route and of every dependency it has, however deep."""
+    yield from (p.alias for p in dependant.query_params)
+    for sub in dependant.dependencies:
+        yield from _query_aliases(sub)
+
+
+#: By id(route): routes live as long as their app and are not hashable.
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+def reject_unknown_query(request: Request) -> None:
+    """A 422 for query parameters the route does not take: FastAPI would drop them, and a
+    misspelt filter (`?stat=stalled`) would quietly answer with every job."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    unknown = sorted(set(request.query_params) - _query_names(route))
+    if unknown:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ("query", name),
+                    "msg": "unknown query parameter; this route takes: "
+                    + (", ".join(sorted(_query_names(route))) or "none"),
+                    "input": request.query_params[name],
+                }
+                for name in unknown
+            ]
+        )

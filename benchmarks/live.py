@@ -46,6 +46,7 @@ from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.replay.publish import log_batches
 from railtrace.settings import KafkaSettings
 from railtrace.simulate import Fault, write_capture
+from railtrace.store import read_owner
 from railtrace.streams import wire
 from railtrace.streams.worker import kafka, topics
 from railtrace.topology import rail_optimized
@@ -81,7 +82,12 @@ class Deployment:
         proc.wait(30)
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.api + path, timeout=10) as resp:
+        """GET with the read token the sink's owner file hands this machine's CLI."""
+        request = urllib.request.Request(self.api + path)
+        owner = read_owner(Path(self.env["RAILTRACE_STORE__DATA_DIR"]))
+        if owner is not None and owner.api_token:
+            request.add_header("Authorization", f"Bearer {owner.api_token}")
+        with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())
 
     def verdict(self, job_id: str) -> Any:

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -36,6 +37,10 @@ from railtrace.simulate.scenario import Fault
 from railtrace.streams.records import JobState
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from fastapi import FastAPI
+
     from railtrace.store import Store
     from railtrace.topology.fabric import Fabric
 
@@ -258,8 +263,11 @@ def _through_owner(settings: Settings, path: str) -> object:
             f"{settings.store.data_dir} is held by another process that serves no API; "
             "wait for it to finish or start `railtrace serve` on it"
         )
+    request = urllib.request.Request(owner.api_url.rstrip("/") + path)
+    if owner.api_token:
+        request.add_header("Authorization", f"Bearer {owner.api_token}")
     try:
-        with urllib.request.urlopen(owner.api_url.rstrip("/") + path, timeout=10) as resp:
+        with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
         detail = orjson.loads(exc.read() or b"{}").get("detail", str(exc))
@@ -312,6 +320,34 @@ def _api_topology(settings: Settings) -> Fabric | None:
     return None if where is None else _load_topology(settings, where)
 
 
+def _api_app(
+    settings: Settings, store: Store, sink_written: Callable[[], Mapping[str, int]] | None = None
+) -> tuple[FastAPI, str]:
+    """The API app and a read token for this machine's CLI, which the owner file hands over
+    so `railtrace verdict` can read through a running API without a token of its own."""
+    from railtrace.api.app import create_app
+    from railtrace.api.tokens import TokenBook, TokenFileError
+
+    book = TokenBook(settings.api.tokens_file)
+    try:
+        if book.empty():
+            err.print(
+                f"[yellow]no API tokens in {settings.api.tokens_file} yet:[/] create one with "
+                "`railtrace token create --name <who>`; until then only this machine's "
+                "railtrace commands can read the API"
+            )
+    except TokenFileError as exc:
+        raise _fail(str(exc)) from exc
+    app = create_app(
+        store,
+        book,
+        sink_written=sink_written,
+        fabric=_api_topology(settings),
+        cors_origins=settings.api.cors_origins,
+    )
+    return app, book.issue_local("railtrace CLI on this machine")
+
+
 TopologyOpt = Annotated[
     Path | None,
     typer.Option(help="Folder with cables.csv (and hosts.csv): the fabric to attribute on."),
@@ -354,7 +390,6 @@ def sink(
     import faust
     import uvicorn
 
-    from railtrace.api.app import create_app
     from railtrace.store import remove_owner, write_owner
     from railtrace.streams.worker.kafka import ensure_topics
     from railtrace.streams.worker.sink import Sink
@@ -368,8 +403,9 @@ def sink(
         bind_host = settings.api.host if host is None else host
         bind_port = settings.api.port if port is None else port
         url = f"http://{bind_host}:{bind_port}"
+        api, local_token = _api_app(settings, store, lambda: sink_app.written)
         config = uvicorn.Config(
-            create_app(store, lambda: sink_app.written, _api_topology(settings)),
+            api,
             host=bind_host,
             port=bind_port,
             log_level="warning",
@@ -385,7 +421,7 @@ def sink(
 
         err.print(f"railtrace API on {url}")
         if embedded:
-            write_owner(settings.store.data_dir, url)
+            write_owner(settings.store.data_dir, url, local_token)
     elif embedded:
         write_owner(settings.store.data_dir, None)
     try:
@@ -591,7 +627,6 @@ def serve(
     """Serve the HTTP API (GET /v1/jobs, /v1/jobs/{id}/verdict) over the store."""
     import uvicorn
 
-    from railtrace.api.app import create_app
     from railtrace.store import remove_owner, write_owner
 
     settings = _settings(ctx, data)
@@ -600,13 +635,13 @@ def serve(
     store = _open_owned(settings)
     try:
         url = f"http://{bind_host}:{bind_port}"
+        app, local_token = _api_app(settings, store)
         if not settings.store.clickhouse_url:
-            write_owner(settings.store.data_dir, url)
-        err.print(f"railtrace API on {url}  (try {url}/v1/jobs?state=stalled, {url}/docs)")
+            write_owner(settings.store.data_dir, url, local_token)
+        err.print(f"railtrace API on {url}  (incidents: {url}/incidents, reference: {url}/docs)")
         # uvicorn re-raises SIGTERM after its own shutdown, which would skip the cleanup below;
         # turning it into SystemExit lets the owner file be removed and the store closed.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        app = create_app(store, fabric=_api_topology(settings))
         uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")
     finally:
         if not settings.store.clickhouse_url:
@@ -655,8 +690,9 @@ def demo(
         "\nNext:\n"
         f"  {me} verdict {job} --data {data}    # the evidence, in the terminal\n"
         f"  {me} serve --data {data}            # then, in another shell:\n"
-        f"  curl -s http://127.0.0.1:8000/v1/jobs/{job}/verdict\n"
-        "  curl -s 'http://127.0.0.1:8000/v1/jobs?state=stalled'",
+        f"  TOKEN=$({me} token create --name $USER --quiet)\n"
+        f'  curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/jobs/{job}/verdict\n'
+        f"  and open http://127.0.0.1:8000/incidents/{job} in a browser (it asks for the token)",
         soft_wrap=True,
     )
 
@@ -684,6 +720,102 @@ def _say_truth(truth: dict[str, object]) -> None:
         console.print(f"Simulated fault: {truth['fault']} on node {node}")
     else:
         console.print("Simulated fault: none (only unrelated anomalies on idle links)")
+
+
+token_app = typer.Typer(
+    help="Bearer tokens for the HTTP API: every route but /healthz and /readyz needs one. "
+    "Kept hashed in api.tokens_file; the API notices changes without a restart.",
+    no_args_is_help=True,
+)
+app.add_typer(token_app, name="token")
+
+
+class TokenScope(StrEnum):
+    read = "read"
+    admin = "admin"
+
+
+@token_app.command("create")
+def token_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option(help="Who or what uses it: a person, Grafana, a script.")],
+    scope: Annotated[
+        list[TokenScope],
+        typer.Option(help="read: every GET route. admin: also list and revoke tokens."),
+    ] = [TokenScope.read],  # noqa: B006 - typer reads the default, nobody mutates it
+    expires_days: Annotated[
+        int | None, typer.Option(min=1, max=3650, help="Days until it stops working.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="Print only the token, for scripts.")] = False,
+) -> None:
+    """Create a token and print it; it is shown this once and stored only as a hash."""
+    from datetime import timedelta
+
+    from railtrace.api.tokens import Scope, TokenBook, TokenFileError
+
+    settings: Settings = ctx.obj
+    book = TokenBook(settings.api.tokens_file)
+    expires = None if expires_days is None else timedelta(days=expires_days)
+    try:
+        token, info = book.issue(name, {Scope(s.value) for s in scope}, expires)
+    except (TokenFileError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    if quiet:
+        print(token)
+        return
+    until = "never expires" if info.expires_at is None else f"expires {info.expires_at:%Y-%m-%d}"
+    err.print(
+        f"token {info.token_id} for {info.name!r}: {', '.join(sorted(info.scopes))}, {until}.\n"
+        f"Kept hashed in {settings.api.tokens_file}; copy it now, it is not shown again:"
+    )
+    print(token)
+
+
+@token_app.command("list")
+def token_list(ctx: typer.Context) -> None:
+    """The tokens in api.tokens_file: id, name, scopes, dates (never the secrets)."""
+    from rich.table import Table
+
+    from railtrace.api.tokens import TokenBook, TokenFileError
+
+    settings: Settings = ctx.obj
+    try:
+        tokens = TokenBook(settings.api.tokens_file).tokens()
+    except TokenFileError as exc:
+        raise _fail(str(exc)) from exc
+    if not tokens:
+        err.print(f"no tokens in {settings.api.tokens_file}; `railtrace token create` makes one")
+        return
+    table = Table("id", "name", "scopes", "created", "expires")
+    for t in tokens:
+        expires = "never" if t.expires_at is None else f"{t.expires_at:%Y-%m-%d %H:%M}"
+        table.add_row(
+            t.token_id,
+            t.name,
+            ",".join(sorted(t.scopes)),
+            f"{t.created_at:%Y-%m-%d %H:%M}",
+            expires,
+        )
+    console.print(table)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context, token_id: Annotated[str, typer.Argument(help="The id `token list` shows.")]
+) -> None:
+    """Revoke a token; every API reading the same file refuses it from its next request."""
+    from railtrace.api.tokens import TokenBook, TokenFileError
+
+    settings: Settings = ctx.obj
+    try:
+        gone = TokenBook(settings.api.tokens_file).revoke(token_id)
+    except TokenFileError as exc:
+        raise _fail(str(exc)) from exc
+    if gone is None:
+        raise _fail(
+            f"no token '{token_id}' in {settings.api.tokens_file}; see `railtrace token list`", 2
+        )
+    console.print(f"revoked token {gone.token_id} ({gone.name})")
 
 
 db_app = typer.Typer(

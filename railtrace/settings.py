@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
@@ -44,6 +44,8 @@ class StoreSettings(BaseModel):
 
 
 class ApiSettings(BaseModel):
+    """The HTTP API (`railtrace serve`, `railtrace sink --serve`)."""
+
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
@@ -51,6 +53,14 @@ class ApiSettings(BaseModel):
     # The folder with cables.csv (and hosts.csv) that /v1/topology serves; unset: the
     # workers' topology_dir, if that is set.
     topology_dir: Path | None = None
+    # Bearer tokens (hashed) that `railtrace token create` writes and the API checks; read
+    # again whenever it changes, so a new or revoked token needs no restart.
+    tokens_file: Path = Path("railtrace-tokens.json")
+    # Browser origins allowed to call the API from their own pages; none by default, so a
+    # page elsewhere cannot read verdicts with a token the browser happens to hold.
+    cors_origins: list[Annotated[str, Field(pattern=r"^https?://[^/\s]+$")]] = Field(
+        default_factory=list
+    )
 
 
 class KafkaSettings(BaseModel):

@@ -26,6 +26,8 @@ from typing import Any
 import orjson
 import pytest
 
+from railtrace.store import read_owner
+
 BOOTSTRAP = os.environ.get("RAILTRACE_TEST_KAFKA", "127.0.0.1:9092")
 RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
 
@@ -101,7 +103,13 @@ spool_dir = "{self.workdir / "spool"}"
         return path
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.api + path, timeout=10) as resp:
+        """GET from the sink's API with the read token its owner file hands this machine's
+        CLI (none before the API is up: /readyz needs none)."""
+        request = urllib.request.Request(self.api + path)
+        owner = read_owner(self.data)
+        if owner is not None and owner.api_token:
+            request.add_header("Authorization", f"Bearer {owner.api_token}")
+        with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())
 
     def wait_ready(self, timeout: float = 90) -> None:

@@ -6,9 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+from api_support import api_client
 
-from railtrace.api import create_app
 from railtrace.store.chdb_store import ChdbStore
 
 
@@ -22,12 +21,12 @@ def store(tmp_path: Path) -> Iterator[ChdbStore]:
 
 
 def test_healthz_answers_even_before_the_schema_exists(store: ChdbStore) -> None:
-    response = TestClient(create_app(store)).get("/healthz")
+    response = api_client(store).get("/healthz")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
 
 
 def test_readyz_is_503_until_migrated_then_ready(store: ChdbStore) -> None:
-    client = TestClient(create_app(store))
+    client = api_client(store)
     before = client.get("/readyz")
     assert before.status_code == 503
     assert "run migrate" in before.json()["detail"]
@@ -37,7 +36,7 @@ def test_readyz_is_503_until_migrated_then_ready(store: ChdbStore) -> None:
 
 
 def test_a_closed_store_makes_the_api_answer_503(store: ChdbStore) -> None:
-    client = TestClient(create_app(store))
+    client = api_client(store)
     store.close()
     assert client.get("/readyz").status_code == 503
     response = client.get("/v1/jobs/slurm-1/verdict")

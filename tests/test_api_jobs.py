@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import store_samples as s
+from api_support import api_client
 from fastapi.testclient import TestClient
 
-from railtrace.api import create_app
 from railtrace.api.schemas import VerdictOut, iso_utc
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import JobState
@@ -40,7 +40,7 @@ def store(tmp_path: Path) -> Iterator[ChdbStore]:
 
 @pytest.fixture
 def client(store: ChdbStore) -> TestClient:
-    return TestClient(create_app(store))
+    return api_client(store)
 
 
 def test_verdict_has_the_documented_shape(client: TestClient) -> None:

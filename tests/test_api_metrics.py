@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import store_samples as s
-from fastapi.testclient import TestClient
+from api_support import api_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from railtrace.api import create_app
 from railtrace.store.chdb_store import ChdbStore
 
 
@@ -34,7 +33,7 @@ def store(tmp_path: Path) -> Iterator[ChdbStore]:
 
 def test_metrics_count_requests_by_route_template_and_read_the_store(store: ChdbStore) -> None:
     store.write_verdicts([s.verdict("slurm-1"), s.verdict("slurm-2")])
-    client = TestClient(create_app(store, lambda: {"verdicts": 2}))
+    client = api_client(store, sink_written=lambda: {"verdicts": 2})
     assert client.get("/v1/jobs/slurm-1/verdict").status_code == 200
     assert client.get("/v1/jobs/slurm-9/verdict").status_code == 404
     assert client.get("/no/such/route").status_code == 404
@@ -52,14 +51,14 @@ def test_metrics_count_requests_by_route_template_and_read_the_store(store: Chdb
 
 def test_the_delay_from_stall_to_verdict_is_reported_for_recent_verdicts(store: ChdbStore) -> None:
     store.write_verdicts([s.verdict("slurm-1")])  # decided 600 s after its stall
-    got = _samples(TestClient(create_app(store)).get("/metrics").text)
+    got = _samples(api_client(store).get("/metrics").text)
     assert got[("railtrace_verdict_delay_seconds", (("quantile", "0.5"),))] == 600
     assert got[("railtrace_verdict_delay_seconds", (("quantile", "0.95"),))] == 600
     assert not [k for k in got if k[0].startswith("railtrace_sink_")]
 
 
 def test_a_store_that_stops_answering_is_reported_not_a_failed_scrape(store: ChdbStore) -> None:
-    client = TestClient(create_app(store))
+    client = api_client(store)
     store.close()
     response = client.get("/metrics")
     assert response.status_code == 200

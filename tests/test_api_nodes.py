@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from api_support import api_client
 from fastapi.testclient import TestClient
 
-from railtrace.api import create_app
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import NodeEvent
 
@@ -49,7 +49,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
                 _xid(T0, "gpu9", 31, False),
             ]
         )
-        yield TestClient(create_app(store))
+        yield api_client(store)
     finally:
         store.close()
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from api_support import api_client
 from fastapi.testclient import TestClient
 
-from railtrace.api import create_app
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
@@ -23,7 +23,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     try:
         store.migrate()
         replay(open_capture(base / "cap"), store)
-        yield TestClient(create_app(store)), store, stalled[0]
+        yield api_client(store), store, stalled[0]
     finally:
         store.close()
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from api_support import api_client
 from fastapi.testclient import TestClient
 
-from railtrace.api import create_app
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint
 
@@ -29,7 +29,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
                 CablingEvent(T0, "leaf2", "swp9", CablingKind.UNEXPECTED, None, NIC1, "extra"),
             ]
         )
-        yield TestClient(create_app(store))
+        yield api_client(store)
     finally:
         store.close()
 

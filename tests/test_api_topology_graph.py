@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from api_support import api_client
 from fastapi.testclient import TestClient
 
-from railtrace.api import create_app
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
@@ -26,7 +26,7 @@ def incident(
     try:
         store.migrate()
         replay(capture, store)
-        yield TestClient(create_app(store, fabric=capture.fabric)), truth
+        yield api_client(store, fabric=capture.fabric), truth
     finally:
         store.close()
 
@@ -75,7 +75,7 @@ def test_topology_errors_say_what_is_missing(
 ) -> None:
     with_fabric, _ = incident
     store = with_fabric.app.state.store  # type: ignore[attr-defined]
-    client = TestClient(create_app(store))
+    client = api_client(store)
     assert with_fabric.get("/v1/topology?job=no-such-job").status_code == 404
     assert with_fabric.get("/v1/topology?rail=-1").status_code == 422
     assert with_fabric.get("/v1/topology?job=bad%20id").status_code == 422

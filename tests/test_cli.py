@@ -299,9 +299,18 @@ def _free_port() -> int:
         return port
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:
+def _get(url: str, token: str | None = None) -> Any:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as resp:
         return json.loads(resp.read())
+
+
+def _owner_token(server: Server) -> str:
+    owner = read_owner(server.data)
+    assert owner is not None and owner.api_token
+    return owner.api_token
 
 
 @dataclass(frozen=True)
@@ -364,8 +373,21 @@ def served(
 
 
 class TestReadingThroughTheServingProcess:
-    def test_serve_records_itself_as_the_owner_with_its_url(self, served: Server) -> None:
-        assert read_owner(served.data) == Owner(pid=served.proc.pid, api_url=served.url)
+    def test_serve_records_itself_as_the_owner_with_its_url_and_a_private_token(
+        self, served: Server
+    ) -> None:
+        owner = read_owner(served.data)
+        assert owner is not None and owner.api_token
+        assert owner == Owner(pid=served.proc.pid, api_url=served.url, api_token=owner.api_token)
+        assert (owner_path(served.data).stat().st_mode & 0o777) == 0o600
+
+    def test_the_api_refuses_a_request_without_a_token(
+        self, served: Server, incident: Incident
+    ) -> None:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _get(f"{served.url}/v1/jobs/{incident.job}/verdict")
+        assert refused.value.code == 401
+        assert refused.value.headers["WWW-Authenticate"] == "Bearer"
 
     def test_verdict_in_another_process_reads_through_the_api(
         self, served: Server, incident: Incident, local_verdict: dict[str, Any]
@@ -380,7 +402,8 @@ class TestReadingThroughTheServingProcess:
     def test_api_serves_the_same_verdict_document(
         self, served: Server, incident: Incident, local_verdict: dict[str, Any]
     ) -> None:
-        assert _get(f"{served.url}/v1/jobs/{incident.job}/verdict") == local_verdict
+        token = _owner_token(served)
+        assert _get(f"{served.url}/v1/jobs/{incident.job}/verdict", token) == local_verdict
 
     def test_unknown_job_through_the_api_exits_2(self, served: Server) -> None:
         done = _run("verdict", "no-such-job", "--data", served.data, cwd=served.log.parent)

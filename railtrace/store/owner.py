@@ -29,18 +29,24 @@ _STATUS_FILE = "status"
 class Owner:
     pid: int
     api_url: str | None = None
+    # A read token for the owner's API, valid while the owner lives; the file is 0600.
+    api_token: str | None = None
 
 
 def owner_path(data_dir: Path) -> Path:
     return data_dir / OWNER_FILE
 
 
-def write_owner(data_dir: Path, api_url: str | None = None) -> Owner:
+def write_owner(
+    data_dir: Path, api_url: str | None = None, api_token: str | None = None
+) -> Owner:
     """Record this process as the holder of `data_dir` (call again once the API listens)."""
-    owner = Owner(pid=os.getpid(), api_url=api_url)
+    owner = Owner(pid=os.getpid(), api_url=api_url, api_token=api_token)
     path = owner_path(data_dir)
     tmp = path.with_name(f".{OWNER_FILE}.{owner.pid}")
-    tmp.write_bytes(orjson.dumps(owner))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(orjson.dumps(owner))
     tmp.replace(path)  # atomic: a reader never sees half a file
     log.debug("owner file written", extra={"path": str(path), "api_url": api_url})
     return owner
@@ -50,7 +56,7 @@ def read_owner(data_dir: Path) -> Owner | None:
     """The live holder of `data_dir`, or None when there is none (or only a stale file)."""
     try:
         d = orjson.loads(owner_path(data_dir).read_bytes())
-        owner = Owner(pid=int(d["pid"]), api_url=d.get("api_url"))
+        owner = Owner(pid=int(d["pid"]), api_url=d.get("api_url"), api_token=d.get("api_token"))
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if not _alive(owner.pid):
