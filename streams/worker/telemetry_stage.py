@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
 from railtrace.settings import Settings
@@ -43,6 +44,10 @@ from railtrace.topology.lldp import CablingWatch, PlanIndex
 
 log = logging.getLogger(__name__)
 CHECKPOINT_VERSION = 1
+#: Backoff between restarts after a Kafka failure, reset once a run has lasted a while.
+RESTART_FIRST_DELAY_S = 1.0
+RESTART_MAX_DELAY_S = 30.0
+RESTART_RESET_AFTER_S = 60.0
 
 
 @dataclass(slots=True)
@@ -268,12 +273,35 @@ class TelemetryStage:
         self._last_checkpoint = time.monotonic()
 
     async def run(self) -> None:
-        """Consume until cancelled; a cancelled stage checkpoints and commits before it stops."""
+        """Consume until cancelled; a cancelled stage checkpoints and commits before it stops.
+
+        A Kafka failure that outlasts the client's own retries (a broker restart taking
+        longer than the request timeout) restarts the stage from its last checkpoint rather
+        than crash the worker. The failed batch's outputs may not have reached the broker, so
+        the state that produced them must not be saved: it is dropped, and the inputs since
+        the checkpoint are read again, which sends those outputs once more."""
+        delay = RESTART_FIRST_DELAY_S
+        while True:
+            started = time.monotonic()
+            try:
+                await self._run_once()
+            except (KafkaError, OSError) as exc:
+                if time.monotonic() - started > RESTART_RESET_AFTER_S:
+                    delay = RESTART_FIRST_DELAY_S
+                self.counters["restarts"] += 1
+                log.error(
+                    "telemetry stage failed; restarting from its last checkpoint",
+                    extra={"reason": repr(exc), "retry_in_s": delay},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RESTART_MAX_DELAY_S)
+
+    async def _run_once(self) -> None:
         w, k = self.settings.worker, self.settings.kafka
-        self._producer = AIOKafkaProducer(
+        self._producer = producer = AIOKafkaProducer(
             **kafka.producer_kwargs(k), linger_ms=5, max_batch_size=1024 * 1024
         )
-        self._consumer = AIOKafkaConsumer(
+        self._consumer = consumer = AIOKafkaConsumer(
             group_id=self.group,
             group_instance_id=w.instance_id,
             enable_auto_commit=False,
@@ -283,22 +311,34 @@ class TelemetryStage:
             max_partition_fetch_bytes=4 * 1024 * 1024,
             **kafka.client_kwargs(k),
         )
-        await self._producer.start()
-        partitions = await self._producer.partitions_for(self.samples_topic)
-        self.devices = DeviceStates(self.link_id, len(partitions), self.plan, w.lldp_settle_s)
-        self._consumer.subscribe(list(self.kinds), listener=_Rebalance(self))
-        await self._consumer.start()
-        log.info("telemetry stage started", extra={"group": self.group})
+        self.devices = None
+        self.positions.clear()
+        cancelled = False
         try:
+            await producer.start()
+            partitions = await producer.partitions_for(self.samples_topic)
+            self.devices = DeviceStates(self.link_id, len(partitions), self.plan, w.lldp_settle_s)
+            consumer.subscribe(list(self.kinds), listener=_Rebalance(self))
+            await consumer.start()
+            log.info("telemetry stage started", extra={"group": self.group})
             while True:
                 await self._cycle()
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
             try:
-                async with self._lock:
-                    await self._checkpoint()
+                if cancelled:
+                    async with self._lock:
+                        await self._checkpoint()
+                else:
+                    # Nothing of a failed run may be saved, not even by the revocation
+                    # that stopping the consumer may bring.
+                    self.devices = None
+                    self.positions.clear()
             finally:
-                await self._consumer.stop()
-                await self._producer.stop()
+                await consumer.stop()
+                await producer.stop()
 
     async def _cycle(self) -> None:
         assert self._consumer is not None
