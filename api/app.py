@@ -11,8 +11,9 @@ from fastapi.responses import JSONResponse
 from railtrace import __version__
 from railtrace.api.auth import require
 from railtrace.api.deps import reject_unknown_query
+from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics
-from railtrace.api.routes import health, jobs, nodes, topology
+from railtrace.api.routes import health, jobs, links, nodes, topology
 from railtrace.api.routes import tokens as token_routes
 from railtrace.api.tokens import Scope, TokenBook
 from railtrace.store import Store, StoreError
@@ -46,7 +47,7 @@ def create_app(
     app.state.store = store
     app.state.tokens = tokens
     app.state.fabric = fabric
-    app.state.paths = None if fabric is None else PathFinder(fabric)
+    app.state.job_links = None if fabric is None else JobLinks(fabric, PathFinder(fabric))
     app.add_exception_handler(StoreError, _store_unavailable)
     strict = Depends(reject_unknown_query)
     reader = [strict, Security(require(Scope.READ))]
@@ -54,6 +55,7 @@ def create_app(
     app.include_router(jobs.router, dependencies=reader)
     app.include_router(topology.router, dependencies=reader)
     app.include_router(nodes.router, dependencies=reader)
+    app.include_router(links.router, dependencies=reader)
     app.include_router(token_routes.router, dependencies=[strict, Security(require(Scope.ADMIN))])
     metrics = ApiMetrics(store, sink_written)
     app.middleware("http")(metrics.middleware)

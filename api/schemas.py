@@ -15,7 +15,7 @@ from typing import Literal, cast
 from pydantic import BaseModel, Field
 
 from railtrace.api.tokens import TokenInfo
-from railtrace.store import JobSummary, NodeSummary
+from railtrace.store import JobSummary, NodeSummary, SampleSeries
 from railtrace.streams.records import (
     CablingEvent,
     Candidate,
@@ -23,6 +23,7 @@ from railtrace.streams.records import (
     Endpoint,
     Evidence,
     JobState,
+    LinkEvent,
     LinkRef,
     NodeEvent,
     Verdict,
@@ -400,3 +401,91 @@ class TokenOut(BaseModel):
 
 class TokenListOut(BaseModel):
     tokens: list[TokenOut]
+
+
+class SeriesOut(BaseModel):
+    """One metric of one end of a link, bucketed; `ts_ns` are the buckets' starts."""
+
+    device: str
+    interface: str
+    metric: str
+    qualifier: str = Field(description="Sub-series (a PFC priority, a lane); empty if none.")
+    ts_ns: list[int]
+    mean: list[float] = Field(description="Mean rate (per second) or reading in each bucket.")
+    peak: list[float] = Field(description="Highest rate or reading in each bucket.")
+
+    @classmethod
+    def from_record(cls, s: SampleSeries) -> SeriesOut:
+        return cls(
+            device=s.device,
+            interface=s.interface,
+            metric=s.metric,
+            qualifier=s.qualifier,
+            ts_ns=s.ts_ns,
+            mean=s.mean,
+            peak=s.peak,
+        )
+
+
+class LinkEventOut(BaseModel):
+    at: str
+    ts_ns: int
+    device: str
+    interface: str
+    kind: str
+    value: float
+    detail: str
+
+    @classmethod
+    def from_record(cls, e: LinkEvent) -> LinkEventOut:
+        return cls(
+            at=iso_utc(e.ts_ns),
+            ts_ns=e.ts_ns,
+            device=e.device,
+            interface=e.interface,
+            kind=e.kind.value,
+            value=e.value,
+            detail=e.detail,
+        )
+
+
+class CrossingJobOut(BaseModel):
+    job_id: str
+    weight: float = Field(description="The chance the job's traffic crosses this link.")
+    state: JobState | None = Field(description="Its current verdict's state, if it has one.")
+    blamed: bool = Field(description="Whether its current verdict names this link as the cause.")
+    first_seen: str
+    last_seen: str
+
+
+class LinkDetailOut(BaseModel):
+    id: str
+    a: EndpointOut
+    b: EndpointOut
+    rail: int | None = Field(description="The rail the cable carries; null above the leaves.")
+    since: str
+    until: str
+    step_s: float = Field(description="Bucket width of `series`.")
+    series: list[SeriesOut]
+    events: list[LinkEventOut]
+    jobs: list[CrossingJobOut] = Field(
+        description="Blast radius: the jobs whose paths may cross this link, most likely first."
+    )
+
+
+class WorstLinkOut(BaseModel):
+    id: str
+    a: EndpointOut | None = Field(description="Null for a link id cables.csv does not know.")
+    b: EndpointOut | None
+    rail: int | None
+    total: float = Field(description="The metric's count over the window (rate x interval).")
+    peak_rate: float = Field(description="The highest per-second rate seen in the window.")
+    samples: int
+
+
+class WorstLinksOut(BaseModel):
+    metric: str
+    since: str
+    until: str
+    limit: int
+    links: list[WorstLinkOut]

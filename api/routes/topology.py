@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from railtrace.api.deps import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN, Limit, Offset, StoreDep
+from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
     CablingDifferenceOut,
     CablingOut,
@@ -15,9 +16,8 @@ from railtrace.api.schemas import (
     TopologyLinkOut,
     TopologyOut,
 )
-from railtrace.streams.attribution import Correlator
+from railtrace.store.rows import STRUCTURE_FACT_KINDS
 from railtrace.topology.fabric import Fabric
-from railtrace.topology.paths import PathFinder
 from railtrace.topology.view import topology_view
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])
@@ -84,14 +84,10 @@ def get_topology(
         )
     weights = None
     if job is not None:
-        facts = store.job_facts_of(job)
-        if not facts:
+        job_links: JobLinks = request.app.state.job_links
+        weights = job_links.of(store, job)
+        if not weights and not store.job_facts_of(job, STRUCTURE_FACT_KINDS, limit=1):
             raise HTTPException(status_code=404, detail=f"no facts of job '{job}' in this store")
-        paths: PathFinder = request.app.state.paths
-        correlator = Correlator(fabric, paths=paths)
-        for fact in facts:
-            correlator.observe(fact)
-        weights = correlator.job_links(job)
     view = topology_view(fabric, rail, weights)
     return TopologyOut(
         devices=[

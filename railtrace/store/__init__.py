@@ -6,13 +6,25 @@ The schema is declared once in `railtrace.store.schema`; callers hand records an
 or `JobSummary` rows back, never SQL rows.
 """
 
-from railtrace.store.base import JobSummary, NodeSummary, Store, StoreError, StoreLockedError
+from railtrace.store.base import (
+    JobActivity,
+    JobSummary,
+    LinkTotal,
+    NodeSummary,
+    SampleSeries,
+    Store,
+    StoreError,
+    StoreLockedError,
+)
 from railtrace.store.factory import open_store
 from railtrace.store.owner import Owner, read_owner, remove_owner, write_owner
 
 __all__ = [
+    "JobActivity",
     "JobSummary",
+    "LinkTotal",
     "NodeSummary",
+    "SampleSeries",
     "Owner",
     "Store",
     "StoreError",

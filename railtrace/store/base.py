@@ -15,6 +15,7 @@ from railtrace.streams.records import (
     CablingEvent,
     CauseKind,
     DeadLetter,
+    Endpoint,
     JobFact,
     JobState,
     LinkEvent,
@@ -42,6 +43,41 @@ class JobSummary:
     node: str | None
     confidence: float
     updated_at_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class SampleSeries:
+    """One metric of one port, bucketed: each bucket's mean and peak rate."""
+
+    device: str
+    interface: str
+    metric: str
+    qualifier: str
+    ts_ns: list[int]
+    mean: list[float]
+    peak: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTotal:
+    """A link's total of one counter over a window (rate x interval summed), its peak rate
+    and how many samples it took."""
+
+    link_id: str
+    total: float
+    peak_rate: float
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobActivity:
+    """When a job's facts start and end, and how many there are: enough to tell whether the
+    job's path can be cached."""
+
+    job_id: str
+    first_ns: int
+    last_ns: int
+    facts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +193,30 @@ class Store(Protocol):
         self, link_ids: Sequence[str], since_ns: int, until_ns: int, limit: int = 10_000
     ) -> list[tuple[LinkEvent, str]]:
         """Events of these links in [since_ns, until_ns], oldest first, with their link id."""
+        ...
+
+    def link_series(
+        self,
+        ends: Sequence[Endpoint],
+        since_ns: int,
+        until_ns: int,
+        step_ns: int,
+        metrics: Sequence[str] | None = None,
+        limit: int = 200_000,
+    ) -> list[SampleSeries]:
+        """The samples of these ports in [since_ns, until_ns), in buckets of `step_ns`, one
+        series per (port, metric, qualifier), ordered."""
+        ...
+
+    def worst_links(
+        self, metric: str, since_ns: int, until_ns: int, limit: int = 10
+    ) -> list[LinkTotal]:
+        """The links with the largest nonzero total of counter `metric` in the window, worst
+        first."""
+        ...
+
+    def job_activity(self, started_before_ns: int, limit: int = 200) -> list[JobActivity]:
+        """Jobs whose first fact is at or before `started_before_ns`, latest active first."""
         ...
 
     def stored_rows(self) -> dict[str, int]:

@@ -37,9 +37,7 @@ def owner_path(data_dir: Path) -> Path:
     return data_dir / OWNER_FILE
 
 
-def write_owner(
-    data_dir: Path, api_url: str | None = None, api_token: str | None = None
-) -> Owner:
+def write_owner(data_dir: Path, api_url: str | None = None, api_token: str | None = None) -> Owner:
     """Record this process as the holder of `data_dir` (call again once the API listens)."""
     owner = Owner(pid=os.getpid(), api_url=api_url, api_token=api_token)
     path = owner_path(data_dir)

@@ -50,6 +50,8 @@ FACT_KINDS: dict[type[JobFact], str] = {
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 #: The kinds of fact that happened at a moment; the rest describe the job's structure.
 EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
+#: The kinds that describe where a job runs and how its ranks talk: all its paths need.
+STRUCTURE_FACT_KINDS = tuple(k for k in FACT_TYPES if k not in EVENT_FACT_KINDS)
 
 
 def _table(name: str, columns: dict[str, list[Any]]) -> pa.Table:

@@ -18,7 +18,14 @@ import pyarrow as pa
 
 from railtrace.store import migrations
 from railtrace.store import rows as to_arrow
-from railtrace.store.base import JobSummary, NodeSummary, StoreError
+from railtrace.store.base import (
+    JobActivity,
+    JobSummary,
+    LinkTotal,
+    NodeSummary,
+    SampleSeries,
+    StoreError,
+)
 from railtrace.store.schema import (
     TABLES,
     TABLES_BY_NAME,
@@ -118,6 +125,44 @@ WHERE link_id IN {{links:Array(String)}}
   AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
   AND ts <= fromUnixTimestamp64Nano({{until:Int64}})
 ORDER BY ts, device, interface, kind
+LIMIT {{limit:UInt32}}"""
+
+# Bucketed by integer division of the nanosecond time, which runs the same on every
+# ClickHouse version; (device, interface) lead the sort key, so only the ports' granules are
+# read. `ends` pairs them, since the two IN lists alone would also admit cross pairs.
+_LINK_SERIES_SQL = """\
+SELECT device, interface, metric, qualifier,
+       intDiv(toUnixTimestamp64Nano(ts), {{step:Int64}}) * {{step:Int64}} AS bucket_ns,
+       avg(rate) AS mean, max(rate) AS peak
+FROM {samples}
+WHERE device IN {{devices:Array(String)}} AND interface IN {{interfaces:Array(String)}}
+  AND concat(device, ':', interface) IN {{ends:Array(String)}}
+  AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
+  AND ts < fromUnixTimestamp64Nano({{until:Int64}})
+  {metric_filter}
+GROUP BY device, interface, metric, qualifier, bucket_ns
+ORDER BY device, interface, metric, qualifier, bucket_ns
+LIMIT {{limit:UInt32}}"""
+
+_WORST_LINKS_SQL = """\
+SELECT link_id, sum(rate * interval_s) AS total, max(rate) AS peak_rate,
+       toUInt64(count()) AS samples
+FROM {samples}
+WHERE metric = {{metric:String}} AND link_id != ''
+  AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
+  AND ts < fromUnixTimestamp64Nano({{until:Int64}})
+GROUP BY link_id
+HAVING total > 0
+ORDER BY total DESC, link_id
+LIMIT {{limit:UInt32}}"""
+
+_JOB_ACTIVITY_SQL = """\
+SELECT job_id, toUnixTimestamp64Nano(min(ts)) AS first_ns,
+       toUnixTimestamp64Nano(max(ts)) AS last_ns, toUInt64(count()) AS facts
+FROM {facts}
+GROUP BY job_id
+HAVING min(ts) <= fromUnixTimestamp64Nano({{before:Int64}})
+ORDER BY last_ns DESC, job_id
 LIMIT {{limit:UInt32}}"""
 
 # Rows physically stored per table (before merges collapse repeats): cheap on any size, for
@@ -413,6 +458,62 @@ class SqlStore(ABC):
             )
             for r in self.select(sql, params).to_pylist()
         ]
+
+    def link_series(
+        self,
+        ends: Sequence[Endpoint],
+        since_ns: int,
+        until_ns: int,
+        step_ns: int,
+        metrics: Sequence[str] | None = None,
+        limit: int = 200_000,
+    ) -> list[SampleSeries]:
+        if not ends:
+            return []
+        if step_ns <= 0:
+            raise ValueError(f"step must be positive, got {step_ns} ns")
+        metric_filter = "" if metrics is None else "AND metric IN {metrics:Array(String)}"
+        sql = _LINK_SERIES_SQL.format(
+            samples=self._name("link_samples"), metric_filter=metric_filter
+        )
+        params: dict[str, Any] = {
+            "devices": sorted({e.device for e in ends}),
+            "interfaces": sorted({e.interface for e in ends}),
+            "ends": sorted(f"{e.device}:{e.interface}" for e in ends),
+            "since": since_ns,
+            "until": until_ns,
+            "step": step_ns,
+            "limit": limit,
+        }
+        if metrics is not None:
+            params["metrics"] = list(metrics)
+        out: list[SampleSeries] = []
+        for r in self.select(sql, params).to_pylist():
+            key = (r["device"], r["interface"], r["metric"], r["qualifier"])
+            if (
+                not out
+                or (out[-1].device, out[-1].interface, out[-1].metric, out[-1].qualifier) != key
+            ):
+                out.append(SampleSeries(*key, [], [], []))
+            out[-1].ts_ns.append(r["bucket_ns"])
+            out[-1].mean.append(r["mean"])
+            out[-1].peak.append(r["peak"])
+        return out
+
+    def worst_links(
+        self, metric: str, since_ns: int, until_ns: int, limit: int = 10
+    ) -> list[LinkTotal]:
+        sql = _WORST_LINKS_SQL.format(samples=self._name("link_samples"))
+        params = {"metric": metric, "since": since_ns, "until": until_ns, "limit": limit}
+        return [
+            LinkTotal(r["link_id"], r["total"], r["peak_rate"], r["samples"])
+            for r in self.select(sql, params).to_pylist()
+        ]
+
+    def job_activity(self, started_before_ns: int, limit: int = 200) -> list[JobActivity]:
+        sql = _JOB_ACTIVITY_SQL.format(facts=self._name("job_facts"))
+        rows = self.select(sql, {"before": started_before_ns, "limit": limit}).to_pylist()
+        return [JobActivity(r["job_id"], r["first_ns"], r["last_ns"], r["facts"]) for r in rows]
 
     def stored_rows(self) -> dict[str, int]:
         rows = self.select(_PARTS_SQL, {"database": self.database}).to_pylist()

@@ -1,0 +1,250 @@
+"""Links: one cable's health around a moment and the jobs it can stall, and the fabric's worst
+links over a window.
+
+A link id is the cable id cables.csv gives (`leaf03:Ethernet1/7--gpu-node-12:mlx5_3`); its
+interface names may hold slashes, so the id is matched as a path.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import Path as PathParam
+
+from railtrace.api.deps import StoreDep
+from railtrace.api.joblinks import JobLinks
+from railtrace.api.schemas import (
+    CrossingJobOut,
+    EndpointOut,
+    LinkDetailOut,
+    LinkEventOut,
+    SeriesOut,
+    WorstLinkOut,
+    WorstLinksOut,
+    iso_utc,
+)
+from railtrace.store import Store
+from railtrace.streams.records import JobState, Metric
+from railtrace.topology.fabric import Fabric
+from railtrace.topology.view import link_rail
+
+router = APIRouter(prefix="/v1/links", tags=["links"])
+
+NS = 1_000_000_000
+#: The longest window one request may ask for: a week, as the telemetry benchmark loads.
+MAX_WINDOW = timedelta(days=7)
+DEFAULT_WINDOW = timedelta(hours=1)
+#: About this many buckets per series when no step is given: a chart's width of points.
+DEFAULT_BUCKETS = 360
+MAX_BUCKETS = 10_000
+#: How many jobs the blast radius considers, latest active first.
+MAX_JOBS_CONSIDERED = 200
+#: Telemetry older or newer than this cannot be stored (ClickHouse's nanosecond range).
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+
+LinkId = Annotated[
+    str,
+    PathParam(
+        min_length=5,
+        max_length=300,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*--[A-Za-z0-9][A-Za-z0-9._:/@+-]*$",
+        description="The cable id, `<device>:<port>--<device>:<port>` as cables.csv makes it.",
+    ),
+]
+Since = Annotated[
+    datetime | None,
+    Query(description="Window start, ISO-8601 (UTC if no offset). Default: `until` - 1 h."),
+]
+Until = Annotated[
+    datetime | None,
+    Query(description="Window end, ISO-8601 (UTC if no offset). Default: now."),
+]
+
+
+class CountedMetric(StrEnum):
+    """Counters a link can be ranked by: the ones that say something is wrong."""
+
+    IN_ERRORS = Metric.IN_ERRORS.value
+    OUT_ERRORS = Metric.OUT_ERRORS.value
+    IN_DISCARDS = Metric.IN_DISCARDS.value
+    OUT_DISCARDS = Metric.OUT_DISCARDS.value
+    IN_FCS_ERRORS = Metric.IN_FCS_ERRORS.value
+    SYMBOL_ERRORS = Metric.SYMBOL_ERRORS.value
+    FEC_CORRECTED = Metric.FEC_CORRECTED.value
+    FEC_UNCORRECTABLE = Metric.FEC_UNCORRECTABLE.value
+    PFC_RX_PAUSE = Metric.PFC_RX_PAUSE.value
+    PFC_TX_PAUSE = Metric.PFC_TX_PAUSE.value
+    ECN_MARKED = Metric.ECN_MARKED.value
+    CARRIER_TRANSITIONS = Metric.CARRIER_TRANSITIONS.value
+
+
+def _utc(t: datetime) -> datetime:
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def window(since: datetime | None, until: datetime | None) -> tuple[int, int]:
+    """[since, until) in nanoseconds, from what was given; a 422 for a window that is empty,
+    inverted, longer than a week, or outside the times the store can hold."""
+    end = _utc(until) if until is not None else None
+    start = _utc(since) if since is not None else None
+    if end is None:
+        end = start + DEFAULT_WINDOW if start is not None else datetime.now(UTC)
+    if start is None:
+        start = end - DEFAULT_WINDOW
+    problems = []
+    if not EARLIEST <= start < LATEST or not EARLIEST < end <= LATEST:
+        problems.append("times must lie between 1970 and 2200")
+    elif start >= end:
+        problems.append("since must be before until")
+    elif end - start > MAX_WINDOW:
+        problems.append(f"the window may be at most {MAX_WINDOW.days} days")
+    if problems:
+        raise HTTPException(status_code=422, detail=problems[0])
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    return (
+        (start - epoch) // timedelta(microseconds=1) * 1000,
+        (end - epoch) // timedelta(microseconds=1) * 1000,
+    )
+
+
+def _fabric(request: Request) -> Fabric:
+    fabric: Fabric | None = request.app.state.fabric
+    if fabric is None:
+        raise HTTPException(
+            status_code=503,
+            detail="this API has no topology: start it with api.topology_dir (a folder with "
+            "cables.csv) or worker.topology_dir set",
+        )
+    return fabric
+
+
+@router.get(
+    "",
+    responses={503: {"description": "This API was started without a topology."}},
+)
+def worst_links(
+    request: Request,
+    store: StoreDep,
+    metric: Annotated[
+        CountedMetric, Query(description="The counter to rank by.")
+    ] = CountedMetric.IN_ERRORS,
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="How many links (top k).")] = 10,
+) -> WorstLinksOut:
+    """The fabric's worst links over a window: those with the most of `metric`, worst first.
+    Links that counted none are left out."""
+    fabric = _fabric(request)
+    since_ns, until_ns = window(since, until)
+    found = store.worst_links(metric.value, since_ns, until_ns, limit)
+    out = []
+    for t in found:
+        ref = fabric.links.get(t.link_id)
+        out.append(
+            WorstLinkOut(
+                id=t.link_id,
+                a=None if ref is None else EndpointOut.from_record(ref.a),
+                b=None if ref is None else EndpointOut.from_record(ref.b),
+                rail=None if ref is None else link_rail(fabric, ref.a, ref.b),
+                total=t.total,
+                peak_rate=t.peak_rate,
+                samples=t.samples,
+            )
+        )
+    return WorstLinksOut(
+        metric=metric.value,
+        since=iso_utc(since_ns),
+        until=iso_utc(until_ns),
+        limit=limit,
+        links=out,
+    )
+
+
+@router.get(
+    "/{link_id:path}",
+    responses={
+        404: {"description": "No such cable in cables.csv."},
+        503: {"description": "This API was started without a topology."},
+    },
+)
+def get_link(
+    request: Request,
+    store: StoreDep,
+    link_id: LinkId,
+    since: Since = None,
+    until: Until = None,
+    step_s: Annotated[
+        int | None,
+        Query(ge=1, le=86_400, description="Bucket width in seconds; default: window / 360."),
+    ] = None,
+    metric: Annotated[
+        list[Metric] | None, Query(description="Only these metrics (repeat to ask for several).")
+    ] = None,
+) -> LinkDetailOut:
+    """One link around a moment: both ends' counters in buckets, its events, and its blast
+    radius (the jobs whose paths may cross it)."""
+    fabric = _fabric(request)
+    ref = fabric.links.get(link_id)
+    if ref is None:
+        raise HTTPException(
+            status_code=404,
+            detail=f"no cable '{link_id}' in cables.csv; GET /v1/topology lists the links",
+        )
+    since_ns, until_ns = window(since, until)
+    span_s = (until_ns - since_ns) / NS
+    step = step_s or max(1, math.ceil(span_s / DEFAULT_BUCKETS))
+    if span_s / step > MAX_BUCKETS:
+        raise HTTPException(
+            status_code=422,
+            detail=f"step_s={step} gives over {MAX_BUCKETS} buckets for this window; widen it",
+        )
+    series = store.link_series(
+        [ref.a, ref.b],
+        since_ns,
+        until_ns,
+        step * NS,
+        None if metric is None else sorted({m.value for m in metric}),
+    )
+    events = store.link_events_between([link_id], since_ns, until_ns, limit=1000)
+    return LinkDetailOut(
+        id=link_id,
+        a=EndpointOut.from_record(ref.a),
+        b=EndpointOut.from_record(ref.b),
+        rail=link_rail(fabric, ref.a, ref.b),
+        since=iso_utc(since_ns),
+        until=iso_utc(until_ns),
+        step_s=float(step),
+        series=[SeriesOut.from_record(s) for s in series],
+        events=[LinkEventOut.from_record(e) for e, _ in events],
+        jobs=_crossing(request, store, link_id, until_ns),
+    )
+
+
+def _crossing(request: Request, store: Store, link_id: str, until_ns: int) -> list[CrossingJobOut]:
+    """The jobs started by the window's end whose paths may cross the link."""
+    job_links: JobLinks = request.app.state.job_links
+    verdicts = {j.job_id: j for j in store.list_jobs(limit=1000)}
+    out = []
+    for job in store.job_activity(until_ns, limit=MAX_JOBS_CONSIDERED):
+        weight = job_links.of(store, job.job_id, job.facts).get(link_id)
+        if not weight:
+            continue
+        summary = verdicts.get(job.job_id)
+        out.append(
+            CrossingJobOut(
+                job_id=job.job_id,
+                weight=weight,
+                state=None if summary is None else summary.state,
+                blamed=summary is not None
+                and summary.state == JobState.STALLED
+                and summary.link_id == link_id,
+                first_seen=iso_utc(job.first_ns),
+                last_seen=iso_utc(job.last_ns),
+            )
+        )
+    out.sort(key=lambda j: (-j.weight, j.job_id))
+    return out
