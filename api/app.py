@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.middleware.cors import CORSMiddleware
@@ -15,6 +16,7 @@ from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics
 from railtrace.api.routes import health, jobs, links, nodes, topology
 from railtrace.api.routes import tokens as token_routes
+from railtrace.api.schemas import ErrorOut
 from railtrace.api.tokens import Scope, TokenBook
 from railtrace.store import Store, StoreError
 from railtrace.topology.fabric import Fabric
@@ -24,6 +26,14 @@ from railtrace.topology.paths import PathFinder
 async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
     """A store that stops answering is a 503 the caller may retry, not a server bug."""
     return JSONResponse(status_code=503, content={"detail": f"store unavailable: {exc}"})
+
+
+#: What any route behind a token may answer besides its own results.
+SECURED: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "No token, or one unknown, revoked or expired."},
+    403: {"model": ErrorOut, "description": "The token lacks the scope this route needs."},
+    503: {"model": ErrorOut, "description": "The store or the tokens file is unavailable."},
+}
 
 
 def create_app(
@@ -52,11 +62,13 @@ def create_app(
     strict = Depends(reject_unknown_query)
     reader = [strict, Security(require(Scope.READ))]
     app.include_router(health.router, dependencies=[strict])
-    app.include_router(jobs.router, dependencies=reader)
-    app.include_router(topology.router, dependencies=reader)
-    app.include_router(nodes.router, dependencies=reader)
-    app.include_router(links.router, dependencies=reader)
-    app.include_router(token_routes.router, dependencies=[strict, Security(require(Scope.ADMIN))])
+    for router in (jobs.router, topology.router, nodes.router, links.router):
+        app.include_router(router, dependencies=reader, responses=SECURED)
+    app.include_router(
+        token_routes.router,
+        dependencies=[strict, Security(require(Scope.ADMIN))],
+        responses=SECURED,
+    )
     metrics = ApiMetrics(store, sink_written)
     app.middleware("http")(metrics.middleware)
     if cors_origins:
@@ -68,7 +80,13 @@ def create_app(
             max_age=600,
         )
 
-    @app.get("/metrics", tags=["health"], response_class=Response, dependencies=reader)
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=Response,
+        dependencies=reader,
+        responses=SECURED,
+    )
     def prometheus_metrics() -> Response:
         """railtrace's own health for Prometheus (with a read token): request latency per
         route, rows stored per table, seconds from stall to verdict, and (with the sink) rows

@@ -82,3 +82,9 @@ def reject_unknown_query(request: Request) -> None:
                 for name in unknown
             ]
         )
+
+
+def invalid(param: str, message: str, kind: str = "value_error") -> RequestValidationError:
+    """A 422 for a query parameter that passed its own checks but not the route's (an inverted
+    time window), in the same shape FastAPI gives every other validation error."""
+    return RequestValidationError([{"type": kind, "loc": ("query", param), "msg": message}])

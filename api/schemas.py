@@ -230,6 +230,12 @@ class JobListOut(BaseModel):
     offset: int
 
 
+class ErrorOut(BaseModel):
+    """Every error but a validation error: what went wrong and, where it helps, what to do."""
+
+    detail: str
+
+
 class HealthOut(BaseModel):
     status: Literal["ok", "ready"]
 

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
 
-from railtrace.api.deps import StoreDep
+from railtrace.api.deps import StoreDep, invalid
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
     CrossingJobOut,
@@ -95,15 +95,12 @@ def window(since: datetime | None, until: datetime | None) -> tuple[int, int]:
         end = start + DEFAULT_WINDOW if start is not None else datetime.now(UTC)
     if start is None:
         start = end - DEFAULT_WINDOW
-    problems = []
     if not EARLIEST <= start < LATEST or not EARLIEST < end <= LATEST:
-        problems.append("times must lie between 1970 and 2200")
-    elif start >= end:
-        problems.append("since must be before until")
-    elif end - start > MAX_WINDOW:
-        problems.append(f"the window may be at most {MAX_WINDOW.days} days")
-    if problems:
-        raise HTTPException(status_code=422, detail=problems[0])
+        raise invalid("since", "times must lie between 1970 and 2200")
+    if start >= end:
+        raise invalid("since", "since must be before until")
+    if end - start > MAX_WINDOW:
+        raise invalid("until", f"the window may be at most {MAX_WINDOW.days} days")
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return (
         (start - epoch) // timedelta(microseconds=1) * 1000,
@@ -198,9 +195,8 @@ def get_link(
     span_s = (until_ns - since_ns) / NS
     step = step_s or max(1, math.ceil(span_s / DEFAULT_BUCKETS))
     if span_s / step > MAX_BUCKETS:
-        raise HTTPException(
-            status_code=422,
-            detail=f"step_s={step} gives over {MAX_BUCKETS} buckets for this window; widen it",
+        raise invalid(
+            "step_s", f"step_s={step} gives over {MAX_BUCKETS} buckets for this window; widen it"
         )
     series = store.link_series(
         [ref.a, ref.b],
