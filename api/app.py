@@ -8,13 +8,14 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from railtrace import __version__
 from railtrace.api.auth import require
 from railtrace.api.deps import reject_unknown_query
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics
-from railtrace.api.routes import health, jobs, links, nodes, topology
+from railtrace.api.routes import health, incidents, jobs, links, nodes, topology
 from railtrace.api.routes import tokens as token_routes
 from railtrace.api.schemas import ErrorOut
 from railtrace.api.tokens import Scope, TokenBook
@@ -62,6 +63,8 @@ def create_app(
     strict = Depends(reject_unknown_query)
     reader = [strict, Security(require(Scope.READ))]
     app.include_router(health.router, dependencies=[strict])
+    app.include_router(incidents.router, dependencies=[strict])
+    app.mount("/static", StaticFiles(directory=incidents.STATIC_DIR), name="static")
     for router in (jobs.router, topology.router, nodes.router, links.router):
         app.include_router(router, dependencies=reader, responses=SECURED)
     app.include_router(

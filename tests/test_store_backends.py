@@ -11,6 +11,7 @@ import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,19 @@ def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., S
     assert [m.version for m in store.migrate()] == [2]
     store.ping()
     assert store.count("node_events") == 0
+
+
+def test_queries_from_many_threads_at_once_each_get_their_own_answer(store: SqlStore) -> None:
+    """The API serves from a thread pool; chDB mixed up concurrent statements' parameters."""
+    store.write_verdicts([s.verdict(f"job-{i}", JobState.STALLED) for i in range(8)])
+
+    def ask(i: int) -> list[str]:
+        return [
+            store.select("SELECT {job:String} AS j", {"job": f"job-{i}-{n}"}).column(0)[0].as_py()
+            for n in range(25)
+        ] + [v.job_id for v in [store.get_verdict(f"job-{i}")] if v is not None]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(ask, range(8)))
+    for i, got in enumerate(answers):
+        assert got == [f"job-{i}-{n}" for n in range(25)] + [f"job-{i}"]

@@ -9,6 +9,7 @@ process in the owner file, and closes both together.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +43,10 @@ class ChdbStore(SqlStore):
         self, data_dir: Path, database: str = DEFAULT_DATABASE, batch_rows: int = 50_000
     ) -> None:
         super().__init__(database, batch_rows)
+        # One statement at a time: chDB's session mixes up the parameters of statements run
+        # from several threads at once ("Substitution `kinds` is not set"), which the API's
+        # thread pool does as soon as a page asks for three things in parallel.
+        self._one_at_a_time = threading.Lock()
         self.data_dir = data_dir.resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -63,28 +68,32 @@ class ChdbStore(SqlStore):
         return self._session
 
     def _execute(self, sql: str) -> None:
-        self._live().query(sql)
+        with self._one_at_a_time:
+            self._live().query(sql)
 
     def _insert(self, table: Table, data: pa.Table, token: str) -> None:
         # `Python(data)` makes chDB read the arrow table bound to the local name `data`.
         columns = ", ".join(c.name for c in table.written)
-        self._live().query(
-            f"INSERT INTO {self._name(table.name)} ({columns}) "
-            f"SETTINGS insert_deduplication_token = '{token}' "
-            "SELECT * FROM Python(data)"
-        )
+        with self._one_at_a_time:
+            self._live().query(
+                f"INSERT INTO {self._name(table.name)} ({columns}) "
+                f"SETTINGS insert_deduplication_token = '{token}' "
+                "SELECT * FROM Python(data)"
+            )
 
     def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
         bound = {k: _param(v) for k, v in (params or {}).items()}
-        result: pa.Table = self._live().query(sql, "ArrowTable", params=bound)
+        with self._one_at_a_time:
+            result: pa.Table = self._live().query(sql, "ArrowTable", params=bound)
         return result
 
     def close(self) -> None:
         """Release the directory (and the owner file) for other processes; idempotent."""
-        if self._session is None:
-            return
-        self._session.close()
-        self._session = None
+        with self._one_at_a_time:
+            if self._session is None:
+                return
+            self._session.close()
+            self._session = None
         remove_owner(self.data_dir)
         log.info("chdb store closed", extra={"data_dir": str(self.data_dir)})
 

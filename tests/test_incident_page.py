@@ -1,0 +1,218 @@
+"""The incident page in headless Chromium (Debian's chromium, driven by Playwright) against a
+real `railtrace serve` over a replayed incident: the stalled-jobs list, then one job with its
+fabric graph and culprit, its evidence timeline and the culprit's counters; a screenshot is
+saved for people to look at (test-artifacts/incident.png)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from railtrace.replay import open_capture, replay
+from railtrace.simulate import Fault, write_capture
+from railtrace.store.chdb_store import ChdbStore
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("RAILTRACE_TEST_ARTIFACTS", ROOT / "test-artifacts"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# This machine has no route out: without these Chromium keeps trying to reach Google.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
+TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    token: str
+    truth: dict[str, Any]
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    # Not a skip: the README's test command installs it, and a skipped browser test would
+    # let a broken page through unnoticed.
+    assert Path(CHROMIUM).exists(), "no chromium: `make system-deps` installs Debian's chromium"
+    base = tmp_path_factory.mktemp("incident")
+    truth = write_capture(base / "cap", 32, Fault.LINK_DOWN, 11, watchdog_s=120)
+    store = ChdbStore(base / "data")
+    try:
+        store.migrate()
+        replay(open_capture(base / "cap"), store)
+    finally:
+        store.close()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")},
+        "RAILTRACE_API__TOKENS_FILE": str(base / "tokens.json"),
+        "RAILTRACE_API__TOPOLOGY_DIR": str(base / "cap"),
+    }
+    made = subprocess.run(
+        [RAILTRACE, "token", "create", "--name", "browser-test", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    port = _free_port()
+    log = base / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [RAILTRACE, "serve", "--data", str(base / "data"), "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url + "/healthz", timeout=2).close()
+                break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield Served(url, made.stdout.strip(), truth, log)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.problems = problems
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _loaded(page: Any) -> None:
+    """Until the page has rendered from the API; what it shows instead, if it failed."""
+    page.wait_for_selector("#app[data-ready]", state="attached")
+    state = page.locator("#app").get_attribute("data-ready")
+    assert state == "true", page.locator("#app").inner_text()
+
+
+def _stalled_job(truth: dict[str, Any]) -> str:
+    return next(j for j, t in sorted(truth["jobs"].items()) if t["state"] == "stalled")
+
+
+def test_the_list_shows_the_stalled_job_and_leads_to_its_incident(
+    served: Served, page: Any
+) -> None:
+    job = _stalled_job(served.truth)
+    page.goto(f"{served.url}/incidents#token={served.token}")
+    _loaded(page)
+    assert "#token" not in page.url, "the token must leave the address bar"
+    row = page.locator(f"tr[data-job='{job}']")
+    assert "stalled" in row.inner_text()
+    assert served.truth["fault_link"]["id"] in row.inner_text()
+    row.locator("a").click()
+    page.wait_for_url(f"**/incidents/{job}")
+    _loaded(page)
+    assert page.locator("#cause").inner_text() == served.truth["fault_link"]["id"]
+    assert page.problems == []
+
+
+def test_the_incident_draws_the_culprit_the_timeline_and_the_counters(
+    served: Served, page: Any
+) -> None:
+    job = _stalled_job(served.truth)
+    culprit = served.truth["fault_link"]["id"]
+    page.goto(f"{served.url}/incidents/{job}#token={served.token}")
+    _loaded(page)
+    drawn = page.locator("#fabric line.link.culprit")
+    assert drawn.count() == 1 and drawn.get_attribute("data-link") == culprit
+    assert page.locator("#fabric line.link").count() > 10
+    ends = {served.truth["fault_link"][e]["device"] for e in ("a", "b")}
+    marked = {
+        page.locator("#fabric circle.culprit").nth(i).evaluate("c => c.parentNode.dataset.device")
+        for i in range(page.locator("#fabric circle.culprit").count())
+    }
+    assert marked == ends
+    timeline = page.locator("#timeline tbody tr")
+    assert timeline.count() >= 3
+    assert "down" in page.locator("#timeline").inner_text()
+    traffic = page.locator("#chart-traffic polyline")
+    assert traffic.count() >= 2, page.locator("#counters").inner_text()
+    assert page.locator("#chart-traffic line.stall").count() == 1
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "incident.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    assert page.problems == []
+
+
+def test_without_a_token_the_page_asks_for_one_and_uses_what_is_pasted(
+    served: Served, page: Any
+) -> None:
+    page.goto(f"{served.url}/incidents")
+    page.wait_for_selector("input[name=token]")
+    page.fill("input[name=token]", "rt_000000000000_not-a-token")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=refused the token")
+    page.fill("input[name=token]", served.token)
+    page.click("button[type=submit]")
+    _loaded(page)
+    assert page.locator("#jobs").count() == 1
+
+
+def test_an_unknown_job_says_so(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/incidents/no-such-job#token={served.token}")
+    page.wait_for_selector("#app[data-ready=error]")
+    assert "no job 'no-such-job'" in page.locator("#load-error").inner_text()
+
+
+def test_the_page_is_served_with_a_policy_that_allows_only_its_own_files(
+    served: Served,
+) -> None:
+    with urllib.request.urlopen(served.url + "/incidents/x1", timeout=10) as resp:
+        policy = resp.headers["Content-Security-Policy"]
+        body = resp.read().decode()
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    assert '<script src="/static/incident.js"' in body and served.token not in body
