@@ -156,14 +156,28 @@ def _simulate(
 
 
 def _open_owned(settings: Settings) -> Store:
-    """Open the store this process will write to (and hold, for chDB), schema applied."""
+    """Open the store this process will write to (and hold, for chDB), schema applied.
+
+    The embedded store migrates itself: it is this machine's own. A ClickHouse server's
+    schema is changed only by `railtrace db migrate`, so the sink and the API can run as a
+    user without CREATE, and several of them never race to apply the same migration."""
     from railtrace.store import StoreLockedError, open_store
 
     try:
         store = open_store(settings.store)
     except StoreLockedError as exc:
         raise _fail(str(exc)) from exc
-    store.migrate()
+    if not settings.store.clickhouse_url:
+        store.migrate()
+        return store
+    pending = [m for m in store.migration_status() if m.applied_at is None]
+    if pending:
+        store.close()
+        raise _fail(
+            f"the ClickHouse database {settings.store.database!r} lacks {len(pending)} schema "
+            f"migration(s) (first: {pending[0].version} {pending[0].name}); run "
+            "`railtrace db migrate` with a user that may CREATE, then start this again"
+        )
     return store
 
 
@@ -621,8 +635,8 @@ def release_node(
 def serve(
     ctx: typer.Context,
     data: DataOpt = None,
-    host: Annotated[str | None, typer.Option(help="Listen address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="Listen port (default 8000).")] = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (default: api.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (default: api.port).")] = None,
 ) -> None:
     """Serve the HTTP API (GET /v1/jobs, /v1/jobs/{id}/verdict) over the store."""
     import uvicorn

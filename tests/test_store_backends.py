@@ -437,3 +437,24 @@ def test_queries_from_many_threads_at_once_each_get_their_own_answer(store: SqlS
         answers = list(pool.map(ask, range(8)))
     for i, got in enumerate(answers):
         assert got == [f"job-{i}-{n}" for n in range(25)] + [f"job-{i}"]
+
+
+@pytest.mark.skipif(SERVER_URL is None, reason="needs RAILTRACE_TEST_CLICKHOUSE_URL")
+def test_the_api_will_not_start_on_a_server_database_that_lacks_migrations() -> None:
+    """A server's schema changes only through `railtrace db migrate`, so the API and sink can
+    run as users without CREATE."""
+    from cli_support import invoke
+
+    env = {
+        "RAILTRACE_STORE__CLICKHOUSE_URL": str(SERVER_URL),
+        "RAILTRACE_STORE__CLICKHOUSE_USER": os.environ.get(
+            "RAILTRACE_TEST_CLICKHOUSE_USER", "default"
+        ),
+        "RAILTRACE_STORE__CLICKHOUSE_PASSWORD": os.environ.get(
+            "RAILTRACE_TEST_CLICKHOUSE_PASSWORD", ""
+        ),
+        "RAILTRACE_STORE__DATABASE": f"railtrace_test_{uuid.uuid4().hex[:12]}",
+    }
+    done = invoke("serve", env=env)
+    assert done.exit_code == 1
+    assert "railtrace db migrate" in done.output
