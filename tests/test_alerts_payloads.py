@@ -5,6 +5,7 @@ gives up."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 
 import orjson
 import pytest
@@ -110,7 +111,7 @@ def test_quarantine_alert_carries_node_reason_sdc_and_xid_escaped_for_mrkdwn() -
     assert "*Suspected SDC*\nyes" in fields and "*Xid*\n79" in fields
     assert p["blocks"][0]["text"]["text"] == "Node gpu7 quarantined"
     assert "suspected silent data corruption" in p["text"]
-    assert button_url(p) == "https://railtrace.example.net/v1/nodes/gpu7"
+    assert button_url(p) == "https://railtrace.example.net/nodes/gpu7"
 
 
 def test_release_alert_is_low_priority() -> None:
@@ -124,6 +125,11 @@ def test_flap_storm_alert_says_which_link_and_how_many_changes() -> None:
     assert LINK.link_id in p["blocks"][0]["text"]["text"]
     assert "*State changes*\n4" in [f["text"] for f in p["blocks"][1]["fields"]]
     assert "4 state changes" in p["text"]
+    at = datetime.fromtimestamp(flap().ts_ns // 10**9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    quoted = LINK.link_id.replace(":", "%3A").replace("/", "%2F")
+    assert button_url(p) == (
+        f"https://railtrace.example.net/links/{quoted}?at={at.replace(':', '%3A')}"
+    )
 
 
 def test_cabling_alert_shows_planned_and_seen_ends() -> None:

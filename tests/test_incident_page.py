@@ -24,6 +24,7 @@ from playwright.sync_api import sync_playwright
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
+from railtrace.streams.records import NodeEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("RAILTRACE_TEST_ARTIFACTS", ROOT / "test-artifacts"))
@@ -67,6 +68,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     try:
         store.migrate()
         replay(open_capture(base / "cap"), store)
+        at = truth["fault_at_ns"]
+        store.write_node_events(
+            [
+                NodeEvent(at, "hgx-gpu7", "xid", 13, "0000:3b:00", "Xid 13", False, None, "",
+                          False, "", "journalctl -k"),
+                NodeEvent(at + 10**9, "hgx-gpu7", "xid", 79, "0000:3b:00", "Xid 79 off the bus",
+                          True, "quarantine", "Xid 79", False, "", "journalctl -k"),
+            ]
+        )  # fmt: skip
     finally:
         store.close()
     env = {
@@ -185,6 +195,33 @@ def test_the_incident_draws_the_culprit_the_timeline_and_the_counters(
     shot = ARTIFACTS / "incident.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
+    assert page.problems == []
+
+
+def test_the_culprit_link_page_shows_its_blast_radius_with_the_stalled_job_blamed(
+    served: Served, page: Any
+) -> None:
+    job = _stalled_job(served.truth)
+    page.goto(f"{served.url}/incidents/{job}#token={served.token}")
+    _loaded(page)
+    page.locator("#cause a").click()
+    page.wait_for_url("**/links/**")
+    _loaded(page)
+    assert served.truth["fault_link"]["id"] in page.locator("#link-summary h1").inner_text()
+    row = page.locator(f"#blast-radius tr[data-job='{job}']")
+    assert "yes" in row.inner_text() and "stalled" in row.inner_text()
+    assert page.locator("#events").inner_text().count("down") >= 1
+    assert page.locator("#chart-traffic polyline").count() >= 2
+    assert page.problems == []
+
+
+def test_a_quarantined_node_page_shows_why_and_its_xids(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/nodes/hgx-gpu7#token={served.token}")
+    _loaded(page)
+    assert "quarantined" in page.locator("#node-summary").inner_text()
+    rows = page.locator("#xids tbody tr")
+    assert rows.count() == 2
+    assert "79" in rows.nth(0).inner_text() and "quarantine" in rows.nth(0).inner_text()
     assert page.problems == []
 
 

@@ -1,9 +1,10 @@
-"""The incident page: one static shell for the list and for each job, filled in the browser
+"""The incident pages: one static shell for the list, each job, link and node, filled in the browser
 from the token-protected JSON routes. The shell holds no data, so it is served without a
 token; a tight Content-Security-Policy keeps anything but this API's own files out of it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
 from railtrace.api.deps import JobId
+from railtrace.api.routes.links import LinkId
+from railtrace.api.routes.nodes import NodeName
 
 STATIC_DIR = Path(str(resources.files("railtrace.api") / "static"))
 
@@ -40,4 +43,17 @@ def incident_list() -> FileResponse:
 @router.get("/incidents/{job_id}")
 def incident(job_id: JobId) -> FileResponse:
     """One job's verdict: fabric graph with the culprit, evidence timeline, counters."""
+    return _page()
+
+
+@router.get("/links/{link_id:path}")
+def link_page(link_id: LinkId, at: datetime | None = None) -> FileResponse:
+    """One link: counters and events around `at` (or the last hour), and its blast radius;
+    where a flap-storm alert points."""
+    return _page()
+
+
+@router.get("/nodes/{name}")
+def node_page(name: NodeName) -> FileResponse:
+    """One GPU node: quarantine state and Xid history; where a quarantine alert points."""
     return _page()

@@ -9,6 +9,8 @@ const NS_PER_MS = 1e6;
 // The counters shown around a stall: before it (to see what changed) and after it.
 const CHART_BEFORE_S = 300;
 const CHART_AFTER_S = 120;
+// A link page shows this much around the moment it was opened for (or the last hour).
+const LINK_WINDOW_S = 3600;
 const COLORS = ["#2f5fd0", "#d62728", "#2a9d4b", "#9467bd", "#e08a00", "#17becf", "#8c564b"];
 
 function el(tag, attrs, ...children) {
@@ -95,6 +97,16 @@ function badge(state) {
   return el("span", { class: `badge ${state}`, text: state });
 }
 
+function causeLink(kind, link, node, at) {
+  const text = causeText(kind, link, node);
+  if (kind === "link" && link) {
+    const q = at ? `?${new URLSearchParams({ at })}` : "";
+    return el("a", { href: `/links/${encodeURIComponent(link)}${q}`, text });
+  }
+  if (kind === "node" && node) return el("a", { href: `/nodes/${encodeURIComponent(node)}`, text });
+  return text;
+}
+
 function causeText(kind, link, node) {
   if (kind === "link" && link) return link;
   if (kind === "node" && node) return `node ${node}`;
@@ -178,7 +190,7 @@ function summaryCard(v) {
     el("h1", {}, `Job ${v.job_id} `, badge(v.state)),
     el("dl", { class: "facts" },
       el("dt", { text: "cause" }),
-      el("dd", { class: "culprit mono", id: "cause" }, causeText(cause.kind, cause.link && cause.link.id, cause.node)),
+      el("dd", { class: "culprit mono", id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
       el("dt", { text: "confidence" }), el("dd", { text: `${Math.round(cause.confidence * 100)}%` }),
       el("dt", { text: "stalled at" }), el("dd", { class: "mono", text: v.stalled_at || "—" }),
       el("dt", { text: "decided" }), el("dd", { text: delay }),
@@ -314,6 +326,86 @@ function fmt(v) {
   return v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2);
 }
 
+// -- one link: its counters, events and blast radius -----------------------------------------
+
+async function showLink(app, linkId) {
+  const at = new URLSearchParams(location.search).get("at");
+  const center = at ? Date.parse(at) : Date.now() - (LINK_WINDOW_S * 1000) / 2;
+  if (Number.isNaN(center)) throw new Error(`not a time: at=${at}`);
+  const q = new URLSearchParams({
+    since: new Date(center - (LINK_WINDOW_S * 1000) / 2).toISOString(),
+    until: new Date(center + (LINK_WINDOW_S * 1000) / 2).toISOString(),
+  });
+  const link = await api(`/v1/links/${encodeURIComponent(linkId)}?${q}`);
+  document.title = `railtrace: link ${linkId}`;
+  const markNs = at ? center * NS_PER_MS : null;
+  const traffic = link.series.filter((s) => s.metric === "in_octets" || s.metric === "out_octets");
+  const errors = link.series.filter(
+    (s) => !s.metric.endsWith("octets") && !s.metric.endsWith("pkts") && s.peak.some((v) => v > 0));
+  const events = link.events.map((e) => e.ts_ns);
+  app.replaceChildren(
+    el("section", { class: "card", id: "link-summary" },
+      el("h1", { class: "mono", text: `Link ${link.id}` }),
+      el("dl", { class: "facts" },
+        el("dt", { text: "ends" }), el("dd", { class: "mono", text: `${link.a.device}:${link.a.interface} ↔ ${link.b.device}:${link.b.interface}` }),
+        el("dt", { text: "rail" }), el("dd", { text: link.rail === null ? "above the leaves (all rails)" : String(link.rail) }),
+        el("dt", { text: "window" }), el("dd", { class: "mono", text: `${link.since} – ${link.until}` }))),
+    el("section", { class: "card", id: "blast-radius" },
+      el("h2", { text: `Blast radius: ${link.jobs.length} jobs whose paths may cross it` }),
+      link.jobs.length
+        ? el("table", {},
+          el("thead", {}, el("tr", {}, ["job", "state", "chance it crosses", "blamed", "last seen"].map((h) => el("th", { text: h })))),
+          el("tbody", {}, link.jobs.map((j) => el("tr", { "data-job": j.job_id },
+            el("td", {}, el("a", { href: `/incidents/${encodeURIComponent(j.job_id)}`, text: j.job_id })),
+            el("td", {}, j.state ? badge(j.state) : "—"),
+            el("td", { class: "num", text: `${Math.round(j.weight * 100)}%` }),
+            el("td", { class: j.blamed ? "culprit" : "", text: j.blamed ? "yes" : "" }),
+            el("td", { class: "mono", text: j.last_seen })))))
+        : el("p", { class: "muted", text: "No job railtrace knows of crosses this link." })),
+    el("section", { class: "card", id: "counters" },
+      el("h2", { text: "Counters" }),
+      chart("traffic, Gb/s", traffic, (v) => (v * 8) / 1e9, markNs, events, "chart-traffic"),
+      errors.length ? chart("errors and pauses, per second", errors, (v) => v, markNs, events, "chart-errors") : null),
+    el("section", { class: "card", id: "events" },
+      el("h2", { text: `${link.events.length} link events` }),
+      el("table", {}, el("tbody", {}, link.events.map((e) => el("tr", {},
+        el("td", { class: "mono", text: e.at }),
+        el("td", { class: "mono", text: `${e.device}:${e.interface}` }),
+        el("td", { text: e.kind }),
+        el("td", { text: e.detail })))))));
+}
+
+// -- one GPU node: quarantine state and Xid history -------------------------------------------
+
+async function showNode(app, name) {
+  const node = await api(`/v1/nodes/${encodeURIComponent(name)}?limit=200`);
+  const s = node.state;
+  document.title = `railtrace: node ${name}`;
+  app.replaceChildren(
+    el("section", { class: "card", id: "node-summary" },
+      el("h1", {}, `Node ${s.node} `, el("span", {
+        class: `badge ${s.quarantined ? "stalled" : "healthy"}`,
+        text: s.quarantined ? "quarantined" : "in service",
+      })),
+      el("dl", { class: "facts" },
+        el("dt", { text: "why" }), el("dd", { text: s.reason || "—" }),
+        el("dt", { text: "decided at" }), el("dd", { class: "mono", text: s.decided_at || "—" }),
+        el("dt", { text: "Xids seen" }), el("dd", { text: s.xids }),
+        el("dt", { text: "release" }), el("dd", { text: s.sdc_suspect
+          ? "suspected silent data corruption: only `railtrace release-node` lifts it"
+          : "`railtrace release-node` where its Xid collector runs" }))),
+    el("section", { class: "card", id: "xids" },
+      el("h2", { text: "Xid history, newest first" }),
+      el("table", {},
+        el("thead", {}, el("tr", {}, ["time (UTC)", "Xid", "PCI", "action", "detail"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, node.events.map((e) => el("tr", {},
+          el("td", { class: "mono", text: e.at }),
+          el("td", { class: "num", text: e.xid ?? e.kind }),
+          el("td", { class: "mono", text: e.pci }),
+          el("td", { class: e.action === "quarantine" ? "culprit" : "", text: e.action || "" }),
+          el("td", { text: e.detail })))))));
+}
+
 // -- the evidence timeline --------------------------------------------------------------------
 
 function timelineTable(timeline, verdict) {
@@ -338,10 +430,15 @@ async function route() {
   const app = document.getElementById("app");
   const forget = document.getElementById("forget-token");
   forget.hidden = !sessionStorage.getItem(TOKEN_KEY);
-  const m = /^\/incidents\/(.+)$/.exec(location.pathname);
+  const path = location.pathname;
+  const job = /^\/incidents\/(.+)$/.exec(path);
+  const link = /^\/links\/(.+)$/.exec(path);
+  const node = /^\/nodes\/(.+)$/.exec(path);
   delete app.dataset.ready; // set again once this rendering has finished, either way
   try {
-    if (m) await showJob(app, decodeURIComponent(m[1]));
+    if (job) await showJob(app, decodeURIComponent(job[1]));
+    else if (link) await showLink(app, decodeURIComponent(link[1]));
+    else if (node) await showNode(app, decodeURIComponent(node[1]));
     else await showList(app);
     app.dataset.ready = "true";
   } catch (error) {

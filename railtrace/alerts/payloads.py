@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from railtrace.streams.records import (
     CablingEvent,
@@ -50,6 +50,11 @@ class Alert:
     fingerprint: str
     priority: Priority
     payload: dict[str, Any]
+
+
+def _iso(ts_ns: int) -> str:
+    """For links: the page takes ISO-8601."""
+    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _utc(ts_ns: int | None) -> str:
@@ -163,7 +168,7 @@ def node_alert(e: NodeEvent, base_url: str) -> Alert:
             "Xid": xid,
             "At": _utc(e.ts_ns),
         },
-        _url(base_url, "v1", "nodes", e.node),
+        _url(base_url, "nodes", e.node),
         "Open node",
     )
     priority = Priority.HIGH if quarantined else Priority.LOW
@@ -184,7 +189,7 @@ def flap_storm_alert(e: LinkEvent, link_id: str, base_url: str) -> Alert:
             "At": _utc(e.ts_ns),
             "Detail": e.detail or "-",
         },
-        _url(base_url, "v1", "links", link_id),
+        _url(base_url, "links", link_id) + "?" + urlencode({"at": _iso(e.ts_ns)}),
         "Open link",
     )
     return Alert("flap-storm", f"link:{link_id}", str(e.kind), Priority.NORMAL, payload)
