@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response, Security
@@ -14,7 +14,7 @@ from railtrace import __version__
 from railtrace.api.auth import require
 from railtrace.api.deps import reject_unknown_query
 from railtrace.api.joblinks import JobLinks
-from railtrace.api.metrics import ApiMetrics
+from railtrace.api.metrics import ApiMetrics, SinkFigures
 from railtrace.api.routes import health, incidents, jobs, links, nodes, topology
 from railtrace.api.routes import tokens as token_routes
 from railtrace.api.schemas import ErrorOut
@@ -41,13 +41,13 @@ def create_app(
     store: Store,
     tokens: TokenBook,
     *,
-    sink_written: Callable[[], Mapping[str, int]] | None = None,
+    sink: SinkFigures | None = None,
     fabric: Fabric | None = None,
     cors_origins: Sequence[str] = (),
 ) -> FastAPI:
     """An API over `store`; the caller keeps ownership and closes the store after serving.
-    Every route but /healthz and /readyz needs a bearer token from `tokens`. `sink_written`,
-    from a process that also runs the sink, adds its write counters to /metrics; `fabric`
+    Every route but /healthz and /readyz needs a bearer token from `tokens`. `sink`,
+    from a process that also runs the sink, adds its write counters and lag to /metrics; `fabric`
     (the cabling plan) serves /v1/topology. `cors_origins` are the browser origins allowed to
     call it from their pages (none by default)."""
     app = FastAPI(
@@ -72,7 +72,7 @@ def create_app(
         dependencies=[strict, Security(require(Scope.ADMIN))],
         responses=SECURED,
     )
-    metrics = ApiMetrics(store, sink_written)
+    metrics = ApiMetrics(store, sink)
     app.middleware("http")(metrics.middleware)
     if cors_origins:
         app.add_middleware(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Protocol
 
 from fastapi import Request, Response
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
@@ -24,10 +25,22 @@ PREFIX = "railtrace_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+class SinkFigures(Protocol):
+    """What a sink running in the same process tells /metrics."""
+
+    def written_rows(self) -> Mapping[str, int]:
+        """Rows written per table since the process started."""
+        ...
+
+    def lag(self) -> Mapping[str, int]:
+        """Messages per topic not yet in the store."""
+        ...
+
+
 class _StoreFigures(Collector):
-    def __init__(self, store: Store, written: Callable[[], Mapping[str, int]] | None) -> None:
+    def __init__(self, store: Store, sink: SinkFigures | None) -> None:
         self.store = store
-        self.written = written
+        self.sink = sink
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(PREFIX + "store_up", "1 when the store answered this scrape.")
@@ -58,23 +71,29 @@ class _StoreFigures(Collector):
                 delay.add_metric(["0.5"], delays[0])
                 delay.add_metric(["0.95"], delays[1])
             yield delay
-        if self.written is not None:
+        if self.sink is not None:
             written = CounterMetricFamily(
                 PREFIX + "sink_rows_written",
                 "Rows the sink of this process wrote, per table, since it started.",
                 labels=["table"],
             )
-            for table, n in sorted(self.written().items()):
+            for table, n in sorted(self.sink.written_rows().items()):
                 written.add_metric([table], n)
             yield written
+            lag = GaugeMetricFamily(
+                PREFIX + "sink_lag_messages",
+                "Messages on each topic this sink owns that are not in the store yet.",
+                labels=["topic"],
+            )
+            for topic, n in sorted(self.sink.lag().items()):
+                lag.add_metric([topic], n)
+            yield lag
 
 
 class ApiMetrics:
     """One registry per app: request latency by route and status, and the store figures."""
 
-    def __init__(
-        self, store: Store, written: Callable[[], Mapping[str, int]] | None = None
-    ) -> None:
+    def __init__(self, store: Store, sink: SinkFigures | None = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Histogram(
             PREFIX + "api_request_seconds",
@@ -82,7 +101,7 @@ class ApiMetrics:
             ["route", "method", "status"],
             registry=self.registry,
         )
-        self.registry.register(_StoreFigures(store, written))
+        self.registry.register(_StoreFigures(store, sink))
 
     async def middleware(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]

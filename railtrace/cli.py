@@ -37,10 +37,9 @@ from railtrace.simulate.scenario import Fault
 from railtrace.streams.records import JobState
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
     from fastapi import FastAPI
 
+    from railtrace.api.metrics import SinkFigures
     from railtrace.store import Store
     from railtrace.topology.fabric import Fabric
 
@@ -335,7 +334,7 @@ def _api_topology(settings: Settings) -> Fabric | None:
 
 
 def _api_app(
-    settings: Settings, store: Store, sink_written: Callable[[], Mapping[str, int]] | None = None
+    settings: Settings, store: Store, sink: SinkFigures | None = None
 ) -> tuple[FastAPI, str]:
     """The API app and a read token for this machine's CLI, which the owner file hands over
     so `railtrace verdict` can read through a running API without a token of its own."""
@@ -355,7 +354,7 @@ def _api_app(
     app = create_app(
         store,
         book,
-        sink_written=sink_written,
+        sink=sink,
         fabric=_api_topology(settings),
         cors_origins=settings.api.cors_origins,
     )
@@ -417,7 +416,7 @@ def sink(
         bind_host = settings.api.host if host is None else host
         bind_port = settings.api.port if port is None else port
         url = f"http://{bind_host}:{bind_port}"
-        api, local_token = _api_app(settings, store, lambda: sink_app.written)
+        api, local_token = _api_app(settings, store, sink_app)
         config = uvicorn.Config(
             api,
             host=bind_host,

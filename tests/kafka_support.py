@@ -103,14 +103,17 @@ spool_dir = "{self.workdir / "spool"}"
         return path
 
     def get(self, path: str) -> Any:
-        """GET from the sink's API with the read token its owner file hands this machine's
-        CLI (none before the API is up: /readyz needs none)."""
+        """GET JSON from the sink's API with the read token its owner file hands this
+        machine's CLI (none before the API is up: /readyz needs none)."""
+        return orjson.loads(self.get_bytes(path))
+
+    def get_bytes(self, path: str) -> bytes:
         request = urllib.request.Request(self.api + path)
         owner = read_owner(self.data)
         if owner is not None and owner.api_token:
             request.add_header("Authorization", f"Bearer {owner.api_token}")
         with urllib.request.urlopen(request, timeout=10) as resp:
-            return orjson.loads(resp.read())
+            return bytes(resp.read())
 
     def wait_ready(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout

@@ -104,7 +104,7 @@ def test_buckets_follow_the_step_and_the_metric_filter(
 def test_an_interface_with_a_slash_is_part_of_the_link_id(
     incident: tuple[TestClient, dict[str, Any], ChdbStore],
 ) -> None:
-    client, truth, _ = incident
+    client, _, _ = incident
     store = client.app.state.store  # type: ignore[attr-defined]
     with_slash = "leaf03:Ethernet1/7--gpu-node-12:mlx5_3"
     response = api_client(store, fabric=None).get(f"/v1/links/{with_slash}")

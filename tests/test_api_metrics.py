@@ -31,9 +31,23 @@ def store(tmp_path: Path) -> Iterator[ChdbStore]:
         store.close()
 
 
+class _Sink:
+    """The figures a sink in the same process hands /metrics; the real sink's are scraped in
+    test_streaming_e2e.py."""
+
+    def __init__(self, written: dict[str, int], lag: dict[str, int]) -> None:
+        self._written, self._lag = written, lag
+
+    def written_rows(self) -> dict[str, int]:
+        return self._written
+
+    def lag(self) -> dict[str, int]:
+        return self._lag
+
+
 def test_metrics_count_requests_by_route_template_and_read_the_store(store: ChdbStore) -> None:
     store.write_verdicts([s.verdict("slurm-1"), s.verdict("slurm-2")])
-    client = api_client(store, sink_written=lambda: {"verdicts": 2})
+    client = api_client(store, sink=_Sink({"verdicts": 2}, {"railtrace.verdicts.v1": 3}))
     assert client.get("/v1/jobs/slurm-1/verdict").status_code == 200
     assert client.get("/v1/jobs/slurm-9/verdict").status_code == 404
     assert client.get("/no/such/route").status_code == 404
@@ -47,6 +61,7 @@ def test_metrics_count_requests_by_route_template_and_read_the_store(store: Chdb
     assert got[("railtrace_store_rows", (("table", "verdicts"),))] == 2
     assert got[("railtrace_store_rows", (("table", "node_events"),))] == 0
     assert got[("railtrace_sink_rows_written_total", (("table", "verdicts"),))] == 2
+    assert got[("railtrace_sink_lag_messages", (("topic", "railtrace.verdicts.v1"),))] == 3
 
 
 def test_the_delay_from_stall_to_verdict_is_reported_for_recent_verdicts(store: ChdbStore) -> None:

@@ -96,6 +96,30 @@ def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
         assert all(len(reasons) == 2 and all(reasons) for reasons in by_topic.values())
         verdicts = _consume(f"{prefix}.verdicts.v1", want=1)
         assert verdicts and all(v[0]["t"] == "Verdict" for v in verdicts)
+        # The sink's own figures on the API's /metrics: the dead letters it stored, and no
+        # lag once everything is in the store.
+        deadline = time.monotonic() + 60
+        while True:
+            figures = _prometheus(s.get_bytes("/metrics").decode())
+            lag = {k: v for k, v in figures.items() if k[0] == "railtrace_sink_lag_messages"}
+            dead = figures.get(("railtrace_sink_rows_written_total", 'table="dead_letters"'), 0)
+            if (lag and sum(lag.values()) == 0 and dead >= 6) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert lag and sum(lag.values()) == 0, lag
+        assert f'topic="{prefix}.link-samples.v2"' in {k[1] for k in lag}
+        assert dead >= 6
+
+
+def _prometheus(text: str) -> dict[tuple[str, str], float]:
+    """(name, labels) -> value for every sample of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            name, _, labels = series.partition("{")
+            out[(name, labels.rstrip("}"))] = float(value)
+    return out
 
 
 def _consume(topic: str, want: int, timeout: float = 60) -> list[Any]:

@@ -41,6 +41,9 @@ class Sink:
         self.store = store
         self.app = faust_app(settings, f"{settings.worker.app_id}-sink")
         self.written: dict[str, int] = {}
+        # (topic, partition) -> the first offset not yet in the store
+        self._stored_upto: dict[tuple[str, int], int] = {}
+        self._topics: set[str] = set()
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
         for spec, handler in (
             (topics.LINK_SAMPLES, self._samples),
@@ -52,14 +55,39 @@ class Sink:
             (topics.DEAD_LETTERS, self._dead_letters),
         ):
             topic = topic_of(self.app, settings, spec)
+            self._topics.add(topic.get_topic_name())
             self.app.agent(topic, name=f"sink-{spec.suffix}")(self._agent(handler, batch, within))
 
     def _agent(self, handler: Callable[[Sequence[Any]], None], batch: int, within: float) -> Any:
         async def sink(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
                 handler(events)
+                for event in events:
+                    msg = event.message
+                    self._stored_upto[(msg.topic, msg.partition)] = msg.offset + 1
 
         return sink
+
+    def written_rows(self) -> dict[str, int]:
+        return dict(self.written)
+
+    def lag(self) -> dict[str, int]:
+        """Messages on each topic this process owns but has not stored yet: how far the store
+        is behind Kafka. A partition not read from yet counts from the start of its log."""
+        consumer = self.app.consumer
+        behind: dict[str, int] = {}
+        for tp in consumer.assignment():
+            if tp.topic not in self._topics:  # Faust's own (the assignor's leader topic)
+                continue
+            try:
+                end = consumer.highwater(tp)
+            except (KeyError, AttributeError):  # not fetched from yet: no highwater known
+                continue
+            if end is None:
+                continue
+            done = self._stored_upto.get((tp.topic, tp.partition), 0)
+            behind[tp.topic] = behind.get(tp.topic, 0) + max(0, end - done)
+        return behind
 
     def _count(self, name: str, n: int) -> None:
         self.written[name] = self.written.get(name, 0) + n
