@@ -57,6 +57,14 @@ COUNTER_METRICS = frozenset(
         Metric.CARRIER_TRANSITIONS,
     }
 )
+#: The counters that say something is wrong (rather than how busy a port is): links are
+#: ranked by them, and the store keeps a sparse per-minute rollup of their nonzero counts.
+FAULT_COUNTERS = COUNTER_METRICS - {
+    Metric.IN_OCTETS,
+    Metric.OUT_OCTETS,
+    Metric.IN_PKTS,
+    Metric.OUT_PKTS,
+}
 
 
 # TelemetryValue and LinkSample are made several times per telemetry message, so they are not

@@ -16,7 +16,7 @@ from railtrace.api.schemas import iso_utc
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import COUNTER_METRICS, Metric
+from railtrace.streams.records import COUNTER_METRICS, FAULT_COUNTERS, Metric
 
 NS = 1_000_000_000
 
@@ -190,3 +190,4 @@ def test_too_many_buckets_is_422(
 def test_every_rankable_metric_is_a_counter_that_says_something_is_wrong() -> None:
     traffic = {Metric.IN_OCTETS, Metric.OUT_OCTETS, Metric.IN_PKTS, Metric.OUT_PKTS}
     assert {Metric(m.value) for m in CountedMetric} == set(COUNTER_METRICS) - traffic
+    assert {Metric(m.value) for m in CountedMetric} == FAULT_COUNTERS

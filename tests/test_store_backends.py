@@ -417,8 +417,8 @@ def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., S
     )
     with pytest.raises(StoreError, match="run migrate"):
         store.ping()
-    assert [s.applied_at is not None for s in store.migration_status()] == [True, False]
-    assert [m.version for m in store.migrate()] == [2]
+    assert [s.applied_at is not None for s in store.migration_status()] == [True, False, False]
+    assert [m.version for m in store.migrate()] == [2, 3]
     store.ping()
     assert store.count("node_events") == 0
 
@@ -458,3 +458,55 @@ def test_the_api_will_not_start_on_a_server_database_that_lacks_migrations() -> 
     done = invoke("serve", env=env)
     assert done.exit_code == 1
     assert "railtrace db migrate" in done.output
+
+
+def _fault_samples(errors: list[float], link_id: str = s.LINK.link_id) -> list[Any]:
+    """One in_errors sample a second (rate, 1 s interval) and one zero-rate octet sample."""
+    from railtrace.streams.records import LinkSample, Metric
+
+    rows = []
+    for i, rate in enumerate(errors):
+        for metric, value in ((Metric.IN_ERRORS, rate), (Metric.IN_OCTETS, 0.0)):
+            sample = LinkSample(
+                s.T0 + i * s.SECOND, "leaf03", "Ethernet1/7", metric, "", value, 1.0
+            )
+            rows.append((sample, link_id))
+    return rows
+
+
+def test_the_worst_links_come_from_a_rollup_that_a_retried_batch_does_not_double(
+    store: SqlStore,
+) -> None:
+    batch = _fault_samples([0.0, 5.0, 7.0])
+    store.write_link_samples(batch)
+    store.write_link_samples(batch)  # the sink retried an identical batch
+    store.write_link_samples(_fault_samples([1.0], "other--link"))
+    until = s.T0 + 3600 * s.SECOND
+    worst = store.worst_links("in_errors", s.T0, until, limit=5)
+    assert [(w.link_id, w.total, w.peak_rate, w.samples) for w in worst] == [
+        (s.LINK.link_id, 12.0, 7.0, 2),
+        ("other--link", 1.0, 1.0, 1),
+    ]
+    assert store.worst_links("in_octets", s.T0, until) == [], "not a fault counter"
+    assert store.worst_links("in_errors", until, until + 60 * s.SECOND) == []
+
+
+def test_migrating_to_the_rollup_counts_the_samples_already_stored_once(
+    open_raw: Callable[..., SqlStore],
+) -> None:
+    store = open_raw()
+    store._execute(f"CREATE DATABASE IF NOT EXISTS {store.database}")
+    store._execute(migrations.ledger_sql(store.database))
+    for m in migrations.MIGRATIONS[:2]:
+        for sql in m.statements(store.database):
+            store._execute(sql)
+        store._execute(
+            f"INSERT INTO {store.database}.{migrations.LEDGER} (version, name) "
+            f"VALUES ({m.version}, 'v{m.version}')"
+        )
+    store.write_link_samples(_fault_samples([2.0, 3.0]))
+    assert [m.version for m in store.migrate()] == [3]
+    for sql in migrations.MIGRATIONS[2].statements(store.database):  # applied again
+        store._execute(sql)
+    (worst,) = store.worst_links("in_errors", s.T0, s.T0 + 3600 * s.SECOND)
+    assert (worst.total, worst.samples) == (5.0, 2)

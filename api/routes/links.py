@@ -133,8 +133,8 @@ def worst_links(
     until: Until = None,
     limit: Annotated[int, Query(ge=1, le=100, description="How many links (top k).")] = 10,
 ) -> WorstLinksOut:
-    """The fabric's worst links over a window: those with the most of `metric`, worst first.
-    Links that counted none are left out."""
+    """The fabric's worst links over a window: those with the most of `metric`, worst first,
+    counted over the window's whole minutes. Links that counted none are left out."""
     fabric = _fabric(request)
     since_ns, until_ns = window(since, until)
     found = store.worst_links(metric.value, since_ns, until_ns, limit)

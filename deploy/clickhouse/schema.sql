@@ -10,6 +10,9 @@
 -- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
 -- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
 -- identical batch is dropped.
+--
+-- link_fault_minutes is a rollup kept by the materialized view link_fault_minutes_mv: the
+-- nonzero counts of the fault counters per link and minute, for ranking the worst links.
 
 CREATE DATABASE IF NOT EXISTS railtrace;
 
@@ -151,3 +154,31 @@ ORDER BY (source, ts)
 TTL inserted_at + INTERVAL 12 MONTH
 SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1
 COMMENT 'input that could not be used, with the reason; kept 12 months';
+
+-- link_fault_minutes: nonzero fault-counter counts per link and minute, rolled up from link_samples
+CREATE TABLE IF NOT EXISTS railtrace.link_fault_minutes
+(
+    minute DateTime('UTC'),
+    metric LowCardinality(String),
+    link_id String,
+    total SimpleAggregateFunction(sum, Float64) COMMENT 'rate x interval summed: the count',
+    peak_rate SimpleAggregateFunction(max, Float64),
+    samples SimpleAggregateFunction(sum, UInt64) COMMENT 'samples with a nonzero count',
+    inserted_at SimpleAggregateFunction(max, DateTime)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(minute)
+ORDER BY (metric, minute, link_id)
+TTL inserted_at + INTERVAL 12 MONTH
+SETTINGS non_replicated_deduplication_window = 1000
+COMMENT 'nonzero fault-counter counts per link and minute, rolled up from link_samples';
+
+-- link_fault_minutes_mv: keeps link_fault_minutes up to date from every link_samples insert
+CREATE MATERIALIZED VIEW IF NOT EXISTS railtrace.link_fault_minutes_mv
+TO railtrace.link_fault_minutes
+AS SELECT toStartOfMinute(toDateTime(ts)) AS minute, metric, link_id,
+       sum(rate * interval_s) AS total, max(rate) AS peak_rate, toUInt64(count()) AS samples,
+       max(inserted_at) AS inserted_at
+FROM railtrace.link_samples
+WHERE rate > 0 AND link_id != '' AND metric IN ('carrier_transitions', 'ecn_marked', 'fec_corrected', 'fec_uncorrectable', 'in_discards', 'in_errors', 'in_fcs_errors', 'out_discards', 'out_errors', 'pfc_rx_pause', 'pfc_tx_pause', 'symbol_errors')
+GROUP BY minute, metric, link_id;

@@ -211,8 +211,8 @@ class Store(Protocol):
     def worst_links(
         self, metric: str, since_ns: int, until_ns: int, limit: int = 10
     ) -> list[LinkTotal]:
-        """The links with the largest nonzero total of counter `metric` in the window, worst
-        first."""
+        """The links with the largest nonzero total of fault counter `metric` in the whole
+        minutes of the window, worst first."""
         ...
 
     def job_activity(self, started_before_ns: int, limit: int = 200) -> list[JobActivity]:

@@ -77,7 +77,8 @@ class ChdbStore(SqlStore):
         with self._one_at_a_time:
             self._live().query(
                 f"INSERT INTO {self._name(table.name)} ({columns}) "
-                f"SETTINGS insert_deduplication_token = '{token}' "
+                f"SETTINGS insert_deduplication_token = '{token}', "
+                "deduplicate_blocks_in_dependent_materialized_views = 1 "
                 "SELECT * FROM Python(data)"
             )
 

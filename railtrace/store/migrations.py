@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from railtrace.store.schema import TABLES_BY_NAME, check_identifier, qualified
+from railtrace.store.schema import (
+    ROLLUP_SELECT,
+    TABLES_BY_NAME,
+    VIEWS,
+    check_identifier,
+    qualified,
+)
 
 LEDGER = "schema_migrations"
 
@@ -29,6 +35,19 @@ def _create(*tables: str) -> Callable[[str], list[str]]:
     return lambda database: [TABLES_BY_NAME[t].create_sql(database) for t in tables]
 
 
+def _fault_rollup(database: str) -> list[str]:
+    """The rollup table, the view that feeds it from new samples, and the samples already
+    stored (only into an empty rollup, so applying this again after a failure adds nothing
+    twice)."""
+    table = qualified(database, "link_fault_minutes")
+    return [
+        TABLES_BY_NAME["link_fault_minutes"].create_sql(database),
+        *(v.create_sql(database) for v in VIEWS if v.target == "link_fault_minutes"),
+        f"INSERT INTO {table} {ROLLUP_SELECT.format(database=database)} "
+        f"HAVING (SELECT count() FROM {table}) = 0",
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -38,6 +57,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         2, "LLDP cabling differences and GPU node events", _create("cabling_events", "node_events")
     ),
+    Migration(3, "per-minute rollup of link fault counts, for the worst links", _fault_rollup),
 )
 
 

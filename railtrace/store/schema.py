@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from railtrace.streams.records import FAULT_COUNTERS
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 #: Blocks remembered per table for dropping a retried identical insert (see `dedup_token`).
@@ -272,9 +274,77 @@ TABLES: tuple[Table, ...] = (
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=True),
     ),
+    Table(
+        name="link_fault_minutes",
+        comment="nonzero fault-counter counts per link and minute, rolled up from link_samples",
+        columns=(
+            Column("minute", "DateTime('UTC')", None),
+            Column("metric", "LowCardinality(String)", None),
+            Column("link_id", "String", None),
+            Column(
+                "total",
+                "SimpleAggregateFunction(sum, Float64)",
+                None,
+                comment="rate x interval summed: the count",
+            ),
+            Column("peak_rate", "SimpleAggregateFunction(max, Float64)", None),
+            Column(
+                "samples",
+                "SimpleAggregateFunction(sum, UInt64)",
+                None,
+                comment="samples with a nonzero count",
+            ),
+            Column("inserted_at", "SimpleAggregateFunction(max, DateTime)", None),
+        ),
+        engine="AggregatingMergeTree",
+        partition_by="toYYYYMM(minute)",
+        order_by=("metric", "minute", "link_id"),
+        ttl="inserted_at + INTERVAL 12 MONTH",
+        # Its own window too: a retried link_samples batch is dropped here only if the
+        # view's block is (deduplicate_blocks_in_dependent_materialized_views).
+        settings=_settings(drop_parts=False),
+    ),
 )
 
 TABLES_BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A materialized view: what it keeps up to date, from which table, with which SELECT."""
+
+    name: str
+    comment: str
+    target: str
+    select: str  # `{database}` stands for the database
+
+    def create_sql(self, database: str) -> str:
+        return (
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {qualified(database, self.name)}\n"
+            f"TO {qualified(database, self.target)}\nAS {self.select.format(database=database)}"
+        )
+
+
+# Only the nonzero counts of the fault counters, by minute and link: errors are rare, so this
+# is a few rows an hour where link_samples holds millions, and the fabric's worst links over
+# hours are read from it in milliseconds.
+_FAULT_METRICS = ", ".join(_quote(m.value) for m in sorted(FAULT_COUNTERS))
+ROLLUP_SELECT = f"""\
+SELECT toStartOfMinute(toDateTime(ts)) AS minute, metric, link_id,
+       sum(rate * interval_s) AS total, max(rate) AS peak_rate, toUInt64(count()) AS samples,
+       max(inserted_at) AS inserted_at
+FROM {{database}}.link_samples
+WHERE rate > 0 AND link_id != '' AND metric IN ({_FAULT_METRICS})
+GROUP BY minute, metric, link_id"""
+
+VIEWS: tuple[View, ...] = (
+    View(
+        name="link_fault_minutes_mv",
+        comment="keeps link_fault_minutes up to date from every link_samples insert",
+        target="link_fault_minutes",
+        select=ROLLUP_SELECT,
+    ),
+)
 
 _HEADER = """\
 -- railtrace ClickHouse schema, rendered from railtrace/store/schema.py; do not edit by hand.
@@ -289,6 +359,9 @@ _HEADER = """\
 -- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
 -- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
 -- identical batch is dropped.
+--
+-- link_fault_minutes is a rollup kept by the materialized view link_fault_minutes_mv: the
+-- nonzero counts of the fault counters per link and minute, for ranking the worst links.
 """
 
 
@@ -297,13 +370,14 @@ def statements(database: str = DEFAULT_DATABASE) -> list[str]:
     return [
         f"CREATE DATABASE IF NOT EXISTS {check_identifier(database)}",
         *(t.create_sql(database) for t in TABLES),
+        *(v.create_sql(database) for v in VIEWS),
     ]
 
 
 def render_ddl(database: str = DEFAULT_DATABASE) -> str:
     """The DDL as one commented SQL file for operators."""
     body = []
-    for sql, table in zip(statements(database), (None, *TABLES), strict=True):
+    for sql, table in zip(statements(database), (None, *TABLES, *VIEWS), strict=True):
         note = f"-- {table.name}: {table.comment}\n" if table is not None else ""
         body.append(f"{note}{sql};\n")
     return _HEADER + "\n" + "\n".join(body)

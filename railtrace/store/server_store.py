@@ -51,7 +51,10 @@ class ClickHouseServerStore(SqlStore):
             table.name,
             data,
             database=self.database,
-            settings={"insert_deduplication_token": token},
+            settings={
+                "insert_deduplication_token": token,
+                "deduplicate_blocks_in_dependent_materialized_views": 1,
+            },
         )
 
     def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:

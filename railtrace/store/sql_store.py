@@ -144,13 +144,15 @@ GROUP BY device, interface, metric, qualifier, bucket_ns
 ORDER BY device, interface, metric, qualifier, bucket_ns
 LIMIT {{limit:UInt32}}"""
 
+# From the sparse per-minute rollup, so whole minutes: those starting in [since rounded
+# down to its minute, until).
 _WORST_LINKS_SQL = """\
-SELECT link_id, sum(rate * interval_s) AS total, max(rate) AS peak_rate,
-       toUInt64(count()) AS samples
-FROM {samples}
-WHERE metric = {{metric:String}} AND link_id != ''
-  AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
-  AND ts < fromUnixTimestamp64Nano({{until:Int64}})
+SELECT link_id, sum(total) AS total, max(peak_rate) AS peak_rate,
+       toUInt64(sum(samples)) AS samples
+FROM {rollup}
+WHERE metric = {{metric:String}}
+  AND minute >= toStartOfMinute(toDateTime(fromUnixTimestamp64Nano({{since:Int64}})))
+  AND minute < toDateTime(fromUnixTimestamp64Nano({{until:Int64}}))
 GROUP BY link_id
 HAVING total > 0
 ORDER BY total DESC, link_id
@@ -503,7 +505,7 @@ class SqlStore(ABC):
     def worst_links(
         self, metric: str, since_ns: int, until_ns: int, limit: int = 10
     ) -> list[LinkTotal]:
-        sql = _WORST_LINKS_SQL.format(samples=self._name("link_samples"))
+        sql = _WORST_LINKS_SQL.format(rollup=self._name("link_fault_minutes"))
         params = {"metric": metric, "since": since_ns, "until": until_ns, "limit": limit}
         return [
             LinkTotal(r["link_id"], r["total"], r["peak_rate"], r["samples"])
