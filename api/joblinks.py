@@ -2,19 +2,38 @@
 path model, so the API's blast radius and job views agree with the verdicts.
 
 Rebuilding a job costs a query and a path walk, so results are kept per job until the job has
-a different number of stored facts.
+a different number of stored facts; which jobs exist, and their verdicts' headlines, are read
+at most every few seconds, however many link pages ask.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
-from railtrace.store import Store
+from railtrace.store import JobActivity, JobSummary, Store
 from railtrace.store.rows import STRUCTURE_FACT_KINDS
 from railtrace.streams.attribution import Correlator
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import LinkWeights, PathFinder
+
+#: How many jobs, latest active first, a blast radius considers.
+MAX_JOBS = 200
+#: How long the list of jobs and their verdict headlines is reused.
+JOBS_TTL_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Crossing:
+    job: JobActivity
+    weight: float
+    verdict: JobSummary | None
+
+
+#: Every job's first fact is before this (2200-01-01), so the snapshot holds them all.
+_FAR_FUTURE_NS = 7_258_118_400 * 1_000_000_000
 
 
 class JobLinks:
@@ -26,6 +45,31 @@ class JobLinks:
         self.capacity = capacity
         self._cache: OrderedDict[str, tuple[int, LinkWeights]] = OrderedDict()
         self._lock = threading.Lock()
+        self._jobs: tuple[float, list[JobActivity], dict[str, JobSummary]] | None = None
+
+    def crossing(self, store: Store, link_id: str, until_ns: int) -> list[Crossing]:
+        """The jobs started by `until_ns` whose paths may cross `link_id`, most likely first:
+        the link's blast radius."""
+        activity, verdicts = self._known_jobs(store)
+        out = []
+        for job in activity:
+            if job.first_ns > until_ns:
+                continue
+            weight = self.of(store, job.job_id, job.facts).get(link_id)
+            if weight:
+                out.append(Crossing(job, weight, verdicts.get(job.job_id)))
+        out.sort(key=lambda c: (-c.weight, c.job.job_id))
+        return out
+
+    def _known_jobs(self, store: Store) -> tuple[list[JobActivity], dict[str, JobSummary]]:
+        now = time.monotonic()
+        cached = self._jobs
+        if cached is not None and now - cached[0] < JOBS_TTL_S:
+            return cached[1], cached[2]
+        activity = store.job_activity(_FAR_FUTURE_NS, limit=MAX_JOBS)
+        verdicts = {j.job_id: j for j in store.list_jobs(limit=1000)}
+        self._jobs = (now, activity, verdicts)
+        return activity, verdicts
 
     def of(self, store: Store, job_id: str, version: int | None = None) -> LinkWeights:
         """The job's links; `version` (its stored fact count) lets a known job skip the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -510,3 +511,25 @@ def test_migrating_to_the_rollup_counts_the_samples_already_stored_once(
         store._execute(sql)
     (worst,) = store.worst_links("in_errors", s.T0, s.T0 + 3600 * s.SECOND)
     assert (worst.total, worst.samples) == (5.0, 2)
+
+
+def test_reads_from_many_threads_see_what_another_thread_writes_meanwhile(
+    store: SqlStore,
+) -> None:
+    written = threading.Event()
+
+    def write() -> None:
+        for i in range(20):
+            store.write_verdicts([s.verdict(f"w-{i}", JobState.STALLED)])
+        written.set()
+
+    def read(_: int) -> int:
+        seen = 0
+        while not written.is_set():
+            seen = max(seen, len(store.list_jobs(limit=100)))
+        return max(seen, len(store.list_jobs(limit=100)))
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        readers = [pool.submit(read, i) for i in range(4)]
+        pool.submit(write).result()
+        assert [r.result() for r in readers] == [20] * 4

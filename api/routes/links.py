@@ -41,8 +41,6 @@ DEFAULT_WINDOW = timedelta(hours=1)
 #: About this many buckets per series when no step is given: a chart's width of points.
 DEFAULT_BUCKETS = 360
 MAX_BUCKETS = 10_000
-#: How many jobs the blast radius considers, latest active first.
-MAX_JOBS_CONSIDERED = 200
 #: Telemetry older or newer than this cannot be stored (ClickHouse's nanosecond range).
 EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
 
@@ -223,24 +221,16 @@ def get_link(
 def _crossing(request: Request, store: Store, link_id: str, until_ns: int) -> list[CrossingJobOut]:
     """The jobs started by the window's end whose paths may cross the link."""
     job_links: JobLinks = request.app.state.job_links
-    verdicts = {j.job_id: j for j in store.list_jobs(limit=1000)}
-    out = []
-    for job in store.job_activity(until_ns, limit=MAX_JOBS_CONSIDERED):
-        weight = job_links.of(store, job.job_id, job.facts).get(link_id)
-        if not weight:
-            continue
-        summary = verdicts.get(job.job_id)
-        out.append(
-            CrossingJobOut(
-                job_id=job.job_id,
-                weight=weight,
-                state=None if summary is None else summary.state,
-                blamed=summary is not None
-                and summary.state == JobState.STALLED
-                and summary.link_id == link_id,
-                first_seen=iso_utc(job.first_ns),
-                last_seen=iso_utc(job.last_ns),
-            )
+    return [
+        CrossingJobOut(
+            job_id=c.job.job_id,
+            weight=c.weight,
+            state=None if c.verdict is None else c.verdict.state,
+            blamed=c.verdict is not None
+            and c.verdict.state == JobState.STALLED
+            and c.verdict.link_id == link_id,
+            first_seen=iso_utc(c.job.first_ns),
+            last_seen=iso_utc(c.job.last_ns),
         )
-    out.sort(key=lambda j: (-j.weight, j.job_id))
-    return out
+        for c in job_links.crossing(store, link_id, until_ns)
+    ]

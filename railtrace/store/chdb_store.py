@@ -4,6 +4,10 @@ chDB runs one embedded server per process, bound to one data directory, and lock
 directory against other processes. This class is the only place that holds a chDB session:
 it opens it, turns "another process holds the directory" into `StoreLockedError`, records this
 process in the owner file, and closes both together.
+
+Reads go through a chDB connection per thread on the same directory (the same embedded
+server): the API answers from a thread pool, and one session would run its queries one at a
+time, or, unguarded, mix up their parameters. Writes and DDL stay on the session.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class _Session(Protocol):
 
 
 _open_session: Callable[[str], _Session] = chdb.session.Session
+_connect: Callable[[str], _Session] = chdb.connect
 
 
 class ChdbStore(SqlStore):
@@ -43,10 +48,12 @@ class ChdbStore(SqlStore):
         self, data_dir: Path, database: str = DEFAULT_DATABASE, batch_rows: int = 50_000
     ) -> None:
         super().__init__(database, batch_rows)
-        # One statement at a time: chDB's session mixes up the parameters of statements run
-        # from several threads at once ("Substitution `kinds` is not set"), which the API's
-        # thread pool does as soon as a page asks for three things in parallel.
+        # One statement at a time on the session: chDB mixes up the parameters of statements
+        # run from several threads at once ("Substitution `kinds` is not set"), which the
+        # API's thread pool did as soon as a page asked for three things in parallel.
         self._one_at_a_time = threading.Lock()
+        self._readers = threading.local()
+        self._reader_conns: list[_Session] = []
         self.data_dir = data_dir.resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -84,15 +91,29 @@ class ChdbStore(SqlStore):
 
     def select(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
         bound = {k: _param(v) for k, v in (params or {}).items()}
-        with self._one_at_a_time:
-            result: pa.Table = self._live().query(sql, "ArrowTable", params=bound)
+        result: pa.Table = self._reader().query(sql, "ArrowTable", params=bound)
         return result
+
+    def _reader(self) -> _Session:
+        """This thread's connection, opened on its first read."""
+        self._live()  # a closed store says so, whatever a thread kept
+        conn: _Session | None = getattr(self._readers, "conn", None)
+        if conn is None:
+            with self._one_at_a_time:
+                self._live()
+                conn = _connect(str(self.data_dir))
+                self._reader_conns.append(conn)
+            self._readers.conn = conn
+        return conn
 
     def close(self) -> None:
         """Release the directory (and the owner file) for other processes; idempotent."""
         with self._one_at_a_time:
             if self._session is None:
                 return
+            for conn in self._reader_conns:
+                conn.close()
+            self._reader_conns.clear()
             self._session.close()
             self._session = None
         remove_owner(self.data_dir)
