@@ -130,19 +130,32 @@ LIMIT {{limit:UInt32}}"""
 # Bucketed by integer division of the nanosecond time, which runs the same on every
 # ClickHouse version; (device, interface) lead the sort key, so only the ports' granules are
 # read. `ends` pairs them, since the two IN lists alone would also admit cross pairs.
+# One row per series with its buckets as arrays: handing thousands of bucket rows to Python
+# one by one cost twice what the query did.
 _LINK_SERIES_SQL = """\
 SELECT device, interface, metric, qualifier,
-       intDiv(toUnixTimestamp64Nano(ts), {{step:Int64}}) * {{step:Int64}} AS bucket_ns,
-       avg(rate) AS mean, max(rate) AS peak
-FROM {samples}
-WHERE device IN {{devices:Array(String)}} AND interface IN {{interfaces:Array(String)}}
-  AND concat(device, ':', interface) IN {{ends:Array(String)}}
-  AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
-  AND ts < fromUnixTimestamp64Nano({{until:Int64}})
-  {metric_filter}
-GROUP BY device, interface, metric, qualifier, bucket_ns
-ORDER BY device, interface, metric, qualifier, bucket_ns
-LIMIT {{limit:UInt32}}"""
+       arrayMap(p -> p.1, points) AS ts_ns, arrayMap(p -> p.2, points) AS mean,
+       arrayMap(p -> p.3, points) AS peak
+FROM (
+    SELECT device, interface, metric, qualifier,
+           arraySort(groupArray((bucket_ns, mean, peak))) AS points
+    FROM (
+        SELECT device, interface, metric, qualifier,
+               intDiv(toUnixTimestamp64Nano(ts), {{step:Int64}}) * {{step:Int64}} AS bucket_ns,
+               avg(rate) AS mean, max(rate) AS peak
+        FROM {samples}
+        WHERE device IN {{devices:Array(String)}} AND interface IN {{interfaces:Array(String)}}
+          AND concat(device, ':', interface) IN {{ends:Array(String)}}
+          AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
+          AND ts < fromUnixTimestamp64Nano({{until:Int64}})
+          {metric_filter}
+        GROUP BY device, interface, metric, qualifier, bucket_ns
+        ORDER BY device, interface, metric, qualifier, bucket_ns
+        LIMIT {{limit:UInt32}}
+    )
+    GROUP BY device, interface, metric, qualifier
+)
+ORDER BY device, interface, metric, qualifier"""
 
 # From the sparse per-minute rollup, so whole minutes: those starting in [since rounded
 # down to its minute, until).
@@ -489,18 +502,18 @@ class SqlStore(ABC):
         }
         if metrics is not None:
             params["metrics"] = list(metrics)
-        out: list[SampleSeries] = []
-        for r in self.select(sql, params).to_pylist():
-            key = (r["device"], r["interface"], r["metric"], r["qualifier"])
-            if (
-                not out
-                or (out[-1].device, out[-1].interface, out[-1].metric, out[-1].qualifier) != key
-            ):
-                out.append(SampleSeries(*key, [], [], []))
-            out[-1].ts_ns.append(r["bucket_ns"])
-            out[-1].mean.append(r["mean"])
-            out[-1].peak.append(r["peak"])
-        return out
+        return [
+            SampleSeries(
+                r["device"],
+                r["interface"],
+                r["metric"],
+                r["qualifier"],
+                r["ts_ns"],
+                r["mean"],
+                r["peak"],
+            )
+            for r in self.select(sql, params).to_pylist()
+        ]
 
     def worst_links(
         self, metric: str, since_ns: int, until_ns: int, limit: int = 10
