@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -29,6 +30,11 @@ import pytest
 from railtrace.store import read_owner
 
 BOOTSTRAP = os.environ.get("RAILTRACE_TEST_KAFKA", "127.0.0.1:9092")
+ARTIFACTS = Path(
+    os.environ.get(
+        "RAILTRACE_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"
+    )
+)
 RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
 
 
@@ -129,6 +135,15 @@ spool_dir = "{self.workdir / "spool"}"
             f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
             for p in sorted(self.workdir.glob("*.log"))
         )
+
+    def keep_logs(self, name: str) -> Path:
+        """Copy the processes' whole logs to test-artifacts/<name>/, which outlives pytest's
+        rotation of its temporary folders, for a failure that needs more than the tail."""
+        kept = ARTIFACTS / name
+        kept.mkdir(parents=True, exist_ok=True)
+        for log in self.workdir.glob("*.log"):
+            shutil.copyfile(log, kept / log.name)
+        return kept
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace: float = 20) -> None:

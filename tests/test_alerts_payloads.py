@@ -136,7 +136,7 @@ def test_cabling_alert_shows_planned_and_seen_ends() -> None:
     p = cabling_alert(miswired(), BASE).payload
     assert p["blocks"][0]["text"]["text"] == "Cabling miswired: leaf03:swp1"
     assert "planned gpu1:mlx5_0, seen gpu2:mlx5_0" in p["text"]
-    assert button_url(p) == "https://railtrace.example.net/v1/topology/cabling"
+    assert button_url(p) == "https://railtrace.example.net/cabling?device=leaf03"
 
 
 def test_long_job_ids_stay_within_slack_header_limit() -> None:

@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_support import ARTIFACTS
 from playwright.sync_api import sync_playwright
 
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import NodeEvent
+from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, NodeEvent
 
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = Path(os.environ.get("RAILTRACE_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # This machine has no route out: without these Chromium keeps trying to reach Google.
 CHROMIUM_ARGS = [
@@ -69,6 +69,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         store.migrate()
         replay(open_capture(base / "cap"), store)
         at = truth["fault_at_ns"]
+        store.write_cabling_events(
+            [
+                CablingEvent(at, "leaf-su01-r0", "swp3", CablingKind.MISWIRED,
+                             Endpoint("hgx-su01-03", "mlx5_0"), Endpoint("hgx-su01-04", "mlx5_0"),
+                             "LLDP sees hgx-su01-04:mlx5_0"),
+            ]
+        )  # fmt: skip
         store.write_node_events(
             [
                 NodeEvent(at, "hgx-gpu7", "xid", 13, "0000:3b:00", "Xid 13", False, None, "",
@@ -222,6 +229,17 @@ def test_a_quarantined_node_page_shows_why_and_its_xids(served: Served, page: An
     rows = page.locator("#xids tbody tr")
     assert rows.count() == 2
     assert "79" in rows.nth(0).inner_text() and "quarantine" in rows.nth(0).inner_text()
+    assert page.problems == []
+
+
+def test_the_cabling_page_lists_a_miswired_port_with_both_far_ends(
+    served: Served, page: Any
+) -> None:
+    page.goto(f"{served.url}/cabling?device=leaf-su01-r0#token={served.token}")
+    _loaded(page)
+    row = page.locator("#cabling tr[data-port='leaf-su01-r0:swp3']")
+    text = row.inner_text()
+    assert "miswired" in text and "hgx-su01-03:mlx5_0" in text and "hgx-su01-04:mlx5_0" in text
     assert page.problems == []
 
 

@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse
 from railtrace.api.deps import JobId
 from railtrace.api.routes.links import LinkId
 from railtrace.api.routes.nodes import NodeName
+from railtrace.api.routes.topology import DeviceFilter
 
 STATIC_DIR = Path(str(resources.files("railtrace.api") / "static"))
 
@@ -50,6 +51,12 @@ def incident(job_id: JobId) -> FileResponse:
 def link_page(link_id: LinkId, at: datetime | None = None) -> FileResponse:
     """One link: counters and events around `at` (or the last hour), and its blast radius;
     where a flap-storm alert points."""
+    return _page()
+
+
+@router.get("/cabling")
+def cabling_page(device: DeviceFilter = None) -> FileResponse:
+    """The ports cabled differently from the plan; where a cabling alert points."""
     return _page()
 
 

@@ -406,6 +406,33 @@ async function showNode(app, name) {
           el("td", { text: e.detail })))))));
 }
 
+// -- ports cabled differently from the plan --------------------------------------------------
+
+async function showCabling(app) {
+  const device = new URLSearchParams(location.search).get("device");
+  const q = new URLSearchParams({ limit: "1000" });
+  if (device) q.set("device", device);
+  const found = await api(`/v1/topology/cabling?${q}`);
+  document.title = `railtrace: ${found.differences.length} cabling differences`;
+  const end = (e) => (e ? `${e.device}:${e.interface}` : "—");
+  app.replaceChildren(el("section", { class: "card", id: "cabling" },
+    el("h1", { text: device ? `Cabling differences seen from ${device}` : "Cabling differences" }),
+    el("p", { class: "muted", text: "Ports whose LLDP neighbour differs from cables.csv now. " +
+      "A port leaves the list once it is cabled as planned again." }),
+    found.differences.length
+      ? el("table", {},
+        el("thead", {}, el("tr", {}, ["port", "kind", "planned far end", "seen far end", "since", "detail"]
+          .map((h) => el("th", { text: h })))),
+        el("tbody", {}, found.differences.map((d) => el("tr", { "data-port": `${d.device}:${d.interface}` },
+          el("td", { class: "mono", text: `${d.device}:${d.interface}` }),
+          el("td", { class: d.kind === "miswired" ? "culprit" : "", text: d.kind }),
+          el("td", { class: "mono", text: end(d.planned) }),
+          el("td", { class: "mono", text: end(d.seen) }),
+          el("td", { class: "mono", text: d.since }),
+          el("td", { text: d.detail })))))
+      : el("p", { id: "no-differences", text: "Every port that reports LLDP is cabled as planned." })));
+}
+
 // -- the evidence timeline --------------------------------------------------------------------
 
 function timelineTable(timeline, verdict) {
@@ -434,11 +461,13 @@ async function route() {
   const job = /^\/incidents\/(.+)$/.exec(path);
   const link = /^\/links\/(.+)$/.exec(path);
   const node = /^\/nodes\/(.+)$/.exec(path);
+  const cabling = path === "/cabling";
   delete app.dataset.ready; // set again once this rendering has finished, either way
   try {
     if (job) await showJob(app, decodeURIComponent(job[1]));
     else if (link) await showLink(app, decodeURIComponent(link[1]));
     else if (node) await showNode(app, decodeURIComponent(node[1]));
+    else if (cabling) await showCabling(app);
     else await showList(app);
     app.dataset.ready = "true";
   } catch (error) {

@@ -209,7 +209,7 @@ def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
             "At": _utc(e.ts_ns),
             "Detail": e.detail or "-",
         },
-        _url(base_url, "v1", "topology", "cabling"),
+        _url(base_url, "cabling") + "?" + urlencode({"device": e.device}),
         "Open cabling",
     )
     return Alert("cabling", f"port:{port}", f"{e.kind}|{_port(e.seen)}", Priority.LOW, payload)
