@@ -98,6 +98,7 @@ class DeviceStates:
         self.saved: dict[bytes, tuple[int, bytes]] = {}
         self.dirty: set[bytes] = set()
         self.unreadable = 0
+        self.redelivered = 0  # records skipped as already in a restored state
 
     def state(self, key: bytes, partition: int) -> DeviceState:
         st = self.live.get(key)
@@ -145,6 +146,7 @@ class DeviceStates:
         key = kind.encode() + b":" + record.key
         st = self.state(key, record.partition)
         if record.offset < st.upto:  # already in the restored state: a redelivery
+            self.redelivered += 1
             return
         if lldp or st.cabling is not None:
             self._cabling(st, values, lldp, out)
@@ -429,10 +431,24 @@ class TelemetryStage:
         if self.positions:
             await self._consumer.commit(dict(self.positions))
             self.counters["checkpoints"] += 1
+            log.info(
+                "telemetry checkpoint",
+                extra={
+                    "devices": len(futures),
+                    "committed": {
+                        f"{tp.topic}[{tp.partition}]": o for tp, o in self.positions.items()
+                    },
+                    "redelivered_skipped": self.devices.redelivered,
+                },
+            )
         self.positions.clear()
         self._last_checkpoint = time.monotonic()
 
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        log.info(
+            "telemetry partitions revoked",
+            extra={"partitions": sorted(f"{tp.topic}[{tp.partition}]" for tp in revoked)},
+        )
         async with self._lock:
             await self._checkpoint()
             if self.devices is not None:
