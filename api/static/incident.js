@@ -435,20 +435,47 @@ async function showCabling(app) {
 
 // -- the evidence timeline --------------------------------------------------------------------
 
+// Runs of one kind from one source (every rank's watchdog line) are folded after the first
+// few, so the events that differ stay on screen.
+const RUN_SHOWN = 3;
+
 function timelineTable(timeline, verdict) {
   const stall = verdict.stalled_at_ns;
   if (!timeline.events.length) return el("p", { class: "muted", text: "No events stored for this job." });
+  const row = (e) => el("tr", { class: stall && e.ts_ns >= stall ? "after-stall" : "" },
+    el("td", { class: "when mono", text: e.ts }),
+    el("td", { class: "num", text: offset(e.ts_ns, stall) }),
+    el("td", { text: e.source }),
+    el("td", { text: e.kind }),
+    el("td", { class: "mono", text: e.subject }),
+    el("td", { text: e.detail }));
+  const rows = [];
+  const events = timeline.events;
+  for (let i = 0; i < events.length;) {
+    let j = i;
+    while (j < events.length && events[j].source === events[i].source && events[j].kind === events[i].kind) j++;
+    const run = events.slice(i, j);
+    rows.push(...run.slice(0, RUN_SHOWN).map(row));
+    if (run.length > RUN_SHOWN) {
+      const rest = run.slice(RUN_SHOWN);
+      const last = rest[rest.length - 1];
+      const fold = el("tr", { class: "fold" }, el("td", { colspan: 6 },
+        el("button", { type: "button", class: "unfold", text:
+          `… ${rest.length} more ${run[0].source} ${run[0].kind} until ${offset(last.ts_ns, stall)} (show)` })));
+      const hidden = rest.map(row);
+      hidden.forEach((r) => { r.hidden = true; });
+      fold.querySelector("button").addEventListener("click", () => {
+        hidden.forEach((r) => { r.hidden = false; });
+        fold.remove();
+      });
+      rows.push(fold, ...hidden);
+    }
+    i = j;
+  }
   return el("table", { class: "timeline" },
     el("thead", {}, el("tr", {}, ["time (UTC)", "vs stall", "source", "kind", "subject", "detail"]
       .map((h) => el("th", { text: h })))),
-    el("tbody", {}, timeline.events.map((e) =>
-      el("tr", { class: stall && e.ts_ns >= stall ? "after-stall" : "" },
-        el("td", { class: "when mono", text: e.ts }),
-        el("td", { class: "num", text: offset(e.ts_ns, stall) }),
-        el("td", { text: e.source }),
-        el("td", { text: e.kind }),
-        el("td", { class: "mono", text: e.subject }),
-        el("td", { text: e.detail })))));
+    el("tbody", {}, rows));
 }
 
 // -- routing ----------------------------------------------------------------------------------
