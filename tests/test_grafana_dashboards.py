@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import chdb
 import pyarrow as pa
 import pytest
 import store_samples as s
@@ -456,8 +457,24 @@ def _node_event(
     )
 
 
+class Grafana:
+    """Queries as the data source runs them: in railtrace's database by default (its
+    defaultDatabase), on a chDB connection of their own, since `USE` holds per connection."""
+
+    def __init__(self, store: ChdbStore) -> None:
+        self._conn = chdb.connect(str(store.data_dir))
+        self._conn.query(f"USE {store.database}")
+
+    def select(self, sql: str) -> pa.Table:
+        table: pa.Table = self._conn.query(sql, "ArrowTable")
+        return table
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbStore]:
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grafana]:
     store = ChdbStore(tmp_path_factory.mktemp("grafana") / "data")
     try:
         store.migrate()
@@ -559,9 +576,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbStore]:
                 _node_event(4, "gpu-node-16", 95, True, "quarantine", sdc=True),
             ]
         )
-        # The data source's defaultDatabase: the dashboards name tables without a database.
-        store._execute(f"USE {store.database}")
-        yield store
+        grafana = Grafana(store)
+        try:
+            yield grafana
+        finally:
+            grafana.close()
     finally:
         store.close()
 
@@ -573,7 +592,7 @@ SCENARIOS: dict[str, Selection] = {
 CUSTOM = {"state": ["stalled", "slow", "healthy", "unknown"]}
 
 
-def run_dashboard(store: ChdbStore, uid: str, scenario: str) -> dict[str, pa.Table]:
+def run_dashboard(store: Grafana, uid: str, scenario: str) -> dict[str, pa.Table]:
     """Every variable query then every panel query of a dashboard, by title."""
     dashboard = load(BY_UID[uid])
     selection = SCENARIOS[scenario]
@@ -604,7 +623,7 @@ def run_dashboard(store: ChdbStore, uid: str, scenario: str) -> dict[str, pa.Tab
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("uid", sorted(BY_UID))
-def test_every_query_runs_against_the_schema(store: ChdbStore, uid: str, scenario: str) -> None:
+def test_every_query_runs_against_the_schema(store: Grafana, uid: str, scenario: str) -> None:
     assert run_dashboard(store, uid, scenario)
 
 
@@ -617,7 +636,7 @@ def scalar(table: pa.Table) -> Any:
     return table.column(0)[0].as_py()
 
 
-def test_fabric_health(store: ChdbStore) -> None:
+def test_fabric_health(store: Grafana) -> None:
     r = run_dashboard(store, "railtrace-fabric", "all")
     worst = rows(r["Worst links over the range"])
     assert [(w["device"], w["link_id"], w["errors"], w["fec_uncorrectable"]) for w in worst] == [
@@ -649,7 +668,7 @@ def test_fabric_health(store: ChdbStore) -> None:
     assert {t["device"] for t in rows(one["Throughput per switch (bit/s)"])} == {"leaf04"}
 
 
-def test_verdicts(store: ChdbStore) -> None:
+def test_verdicts(store: Grafana) -> None:
     r = run_dashboard(store, "railtrace-verdicts", "all")
     assert scalar(r["Stalled jobs now"]) == 2
     assert scalar(r["Stalls in range"]) == 2
@@ -672,7 +691,7 @@ def test_verdicts(store: ChdbStore) -> None:
     assert {v["job_id"] for v in rows(one["Current verdicts"])} == {"slurm-4242", "slurm-6161"}
 
 
-def test_link_drilldown(store: ChdbStore) -> None:
+def test_link_drilldown(store: Grafana) -> None:
     r = run_dashboard(store, "railtrace-link", "all")  # link_id = L1
     series = {t["series"] for t in rows(r["Throughput (bit/s)"])}
     assert series == {"leaf03:Ethernet1/7 in_octets", "leaf03:Ethernet1/7 out_octets"}
@@ -694,7 +713,7 @@ def test_link_drilldown(store: ChdbStore) -> None:
     assert one["Jobs whose verdict named this link"].num_rows == 0
 
 
-def test_nodes(store: ChdbStore) -> None:
+def test_nodes(store: Grafana) -> None:
     r = run_dashboard(store, "railtrace-nodes", "all")
     assert scalar(r["Nodes quarantined now"]) == 2
     assert scalar(r["Xids in range"]) == 4
