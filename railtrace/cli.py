@@ -731,6 +731,11 @@ def _say_truth(truth: dict[str, object]) -> None:
         console.print(f"Simulated fault: {truth['fault']} on link {link['id']}")
     elif node:
         console.print(f"Simulated fault: {truth['fault']} on node {node}")
+    elif truth.get("fault") == "app-hang":
+        console.print(
+            "Simulated fault: app-hang (a job stops for a reason outside the fabric, as an "
+            "unrelated link goes down; the right verdict names no link)"
+        )
     else:
         console.print("Simulated fault: none (only unrelated anomalies on idle links)")
 

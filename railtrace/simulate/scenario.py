@@ -24,12 +24,17 @@ FLOW_RATE = 45e9
 
 
 class Fault(StrEnum):
+    """What goes wrong. `app-hang` stalls a job for a reason outside the fabric (a deadlock in
+    the training code, a stuck data loader): nothing on the links or GPUs explains it, and a
+    link elsewhere goes down at the same moment, so the only right verdict is `unknown`."""
+
     LINK_DOWN = "link-down"
     FLAP = "flap"
     CRC_BURST = "crc-burst"
     PFC_STORM = "pfc-storm"
     NIC_DOWN = "nic-down"
     GPU_XID = "gpu-xid"
+    APP_HANG = "app-hang"
     NONE = "none"
 
 
@@ -160,6 +165,8 @@ def _strike(rng: random.Random, sc: Scenario, job: SimJob, used: set[str]) -> No
         sc.fault_node = rng.choice(job.hosts)
         sc.fault_gpu = rng.randrange(8)
         return
+    if sc.fault is Fault.APP_HANG:
+        return
     host_links = sorted({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows})
     fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]})
     if sc.fault in (Fault.NIC_DOWN, Fault.PFC_STORM) or not fabric_links or rng.random() < 0.5:
@@ -171,7 +178,8 @@ def _strike(rng: random.Random, sc: Scenario, job: SimJob, used: set[str]) -> No
 
 
 def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:
-    """Trouble elsewhere: links no job's flow was hashed onto, at random times."""
+    """Trouble elsewhere: links no job's flow was hashed onto, at random times; for an
+    application hang, also one going down just as the job stops, a decoy in time."""
     idle = sorted(
         lid
         for lid, ref in sc.fabric.links.items()
@@ -183,3 +191,6 @@ def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:
     for _ in range(3):
         at = sc.start_ns + (30 + rng.randrange(400)) * NS
         sc.unrelated.append(Anomaly(rng.choice(kinds), sc.fabric.links[rng.choice(idle)], at))
+    if sc.fault is Fault.APP_HANG and sc.fault_at_ns is not None:
+        at = sc.fault_at_ns + rng.randrange(1, 5) * NS
+        sc.unrelated.append(Anomaly(Fault.LINK_DOWN, sc.fabric.links[rng.choice(idle)], at))

@@ -62,7 +62,11 @@ def truth(sc: Scenario) -> dict[str, Any]:
             "hosts": len(job.hosts),
             "ranks": job.ranks,
             "state": "stalled" if affected else "healthy",
-            "cause": (("node" if sc.fault_node else "link") if affected else None),
+            "cause": (
+                ("node" if sc.fault_node else "link" if sc.fault_link else "unknown")
+                if affected
+                else None
+            ),
             "link": _link_json(sc.fault_link) if affected else None,
             "node": sc.fault_node if affected else None,
             "stalled_at_ns": job.stalled_ns,
