@@ -122,6 +122,41 @@ def test_spine_uplink_down_is_blamed_though_ecmp_made_it_one_of_32(design):
     assert v.cause_link is not None and v.cause_link.link_id == uplink
 
 
+def _uplink_down_while_the_job_stops(design, uplink_lost_traffic: bool):
+    """The job stops (its host cable's traffic drops, the watchdog fires) as one of the 32
+    spine uplinks it might hash onto goes down; the uplink's own traffic drops or not."""
+    corr = Correlator(_fabric(design))
+    _feed(corr, _job_facts())
+    uplink = _uplink_of(corr)
+    leaf_end = corr.fabric.links[uplink].a
+    stall = T0 + 100 * S
+    events = [
+        LinkEvent(stall + S, "leaf-su01-r0", "swp32", LinkEventKind.TRAFFIC_DROP, 0.0),
+        LinkEvent(stall + S, leaf_end.device, leaf_end.interface, LinkEventKind.DOWN),
+        _timeout(stall + 601 * S, ran_for_s=601),
+    ]
+    if uplink_lost_traffic:
+        events.append(
+            LinkEvent(stall + S, leaf_end.device, leaf_end.interface, LinkEventKind.TRAFFIC_DROP)
+        )
+    _feed(corr, events)
+    (v,) = corr.verdicts()
+    return v, uplink
+
+
+def test_a_spine_uplink_that_lost_no_traffic_as_the_job_stopped_is_not_blamed(design):
+    v, uplink = _uplink_down_while_the_job_stops(design, uplink_lost_traffic=False)
+    assert v.state == JobState.STALLED
+    assert v.cause_kind == CauseKind.UNKNOWN and v.cause_link is None, v
+    assert uplink in {c.link.link_id for c in v.candidates if c.link}, "kept as a candidate"
+
+
+def test_a_spine_uplink_that_lost_its_traffic_with_the_job_is_blamed(design):
+    v, uplink = _uplink_down_while_the_job_stops(design, uplink_lost_traffic=True)
+    assert v.cause_link is not None and v.cause_link.link_id == uplink
+    assert v.confidence > 0.5
+
+
 def test_anomaly_on_a_link_the_job_does_not_use_is_not_blamed(design):
     corr = Correlator(_fabric(design))
     fault = T0 + 100 * S

@@ -76,6 +76,15 @@ def kind_weight(kind: LinkEventKind, value: float) -> float:
 #: lies at its far end) gains this factor.
 CORROBORATION_BOOST = 1.5
 
+#: An ECMP member the job might use (crossing probability below 1) whose traffic did not
+#: collapse when the job stopped, while other links of the job did, was not carrying the job:
+#: a member carrying a stalled job's flow loses its traffic with it (the correlator then
+#: passes probability 1). Its anomaly stays a candidate, scaled by this, so a spine link that
+#: went down at the same moment is not blamed for a hang it cannot have caused. Without any
+#: traffic drop on the job's links (telemetry without rates), nothing tells members apart and
+#: they keep their full weight.
+IDLE_MEMBER_FACTOR = 0.3
+
 
 @dataclass(frozen=True, slots=True)
 class TimeWindow:

@@ -14,6 +14,7 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
+    IDLE_MEMBER_FACTOR,
     XID_STALL_THRESHOLD,
     XID_WEIGHT,
     TimeWindow,
@@ -86,7 +87,10 @@ def _link_candidate(
     fabric: Fabric,
     window: TimeWindow,
     stalled_at: int,
+    traffic_seen: bool,
 ) -> Candidate | None:
+    """`traffic_seen`: some link of the job lost its traffic when the job stopped, so the
+    telemetry reports rates, and a member that lost none was not carrying the job."""
     scored = [
         (kind_weight(e.kind, e.value) * window.factor(e.ts_ns, stalled_at), e) for e in events
     ]
@@ -94,11 +98,18 @@ def _link_candidate(
     if not scored:
         return None
     crossing = obs.weights.get(lid, 0.0)
-    if crossing > 0 and any(
-        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at for _, e in scored
-    ):
+    carried = any(e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at for _, e in scored)
+    # A link's traffic dropping is one observation however many ends and directions report
+    # it, and a consequence of any hang: counted once, it cannot add up to a blame.
+    drops = [s for s, e in scored if e.kind == LinkEventKind.TRAFFIC_DROP]
+    score = combine(
+        [s for s, e in scored if e.kind != LinkEventKind.TRAFFIC_DROP] + [max(drops, default=0.0)]
+    )
+    if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
-    score = combine([s for s, _ in scored]) * path_factor(crossing)
+    elif crossing < 1.0 and traffic_seen:
+        score *= IDLE_MEMBER_FACTOR  # a possible member that lost no traffic with the job
+    score *= path_factor(crossing)
     evidence = [
         as_evidence.link_event(e, lid)
         for _, e in sorted(scored, key=lambda se: (-se[0], order(se[1])))[:4]
@@ -182,10 +193,19 @@ def build_verdict(
             ranks=ranks,
             hosts=hosts,
         )
+    traffic_seen = any(
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at
+        for events in obs.events.values()
+        for e in events
+    )
     candidates = [
         c
         for lid in sorted(obs.events)
-        if (c := _link_candidate(lid, obs.events[lid], obs, fabric, window, stalled_at))
+        if (
+            c := _link_candidate(
+                lid, obs.events[lid], obs, fabric, window, stalled_at, traffic_seen
+            )
+        )
     ]
     candidates += _node_candidates(view, window, stalled_at, upto_ns)
     candidates.sort(key=lambda c: (-c.score, c.kind, c.link.link_id if c.link else c.node or ""))
