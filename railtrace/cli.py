@@ -637,7 +637,8 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Listen address (default: api.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (default: api.port).")] = None,
 ) -> None:
-    """Serve the HTTP API (GET /v1/jobs, /v1/jobs/{id}/verdict) over the store."""
+    """Serve the HTTP API (verdicts, links, topology, nodes; bearer tokens from `railtrace
+    token create`) and the incident pages (/incidents) over the store."""
     import uvicorn
 
     from railtrace.store import remove_owner, write_owner
