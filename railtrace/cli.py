@@ -6,9 +6,11 @@ adapters; none of them holds logic of its own beyond presenting results.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import signal
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -39,6 +41,7 @@ from railtrace.streams.records import JobState
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from railtrace.api.joblinks import JobLinks
     from railtrace.api.metrics import SinkFigures
     from railtrace.store import Store
     from railtrace.topology.fabric import Fabric
@@ -54,6 +57,7 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
+log = logging.getLogger(__name__)
 
 
 DataOpt = Annotated[
@@ -358,7 +362,22 @@ def _api_app(
         fabric=_api_topology(settings),
         cors_origins=settings.api.cors_origins,
     )
+    if app.state.job_links is not None:
+        threading.Thread(
+            target=_warm_job_links, args=(app.state.job_links, store), daemon=True
+        ).start()
     return app, book.issue_local("railtrace CLI on this machine")
+
+
+def _warm_job_links(job_links: JobLinks, store: Store) -> None:
+    """Fill the blast-radius cache while the API starts; a failure only means a slower first
+    link page, so it is logged, not raised."""
+    try:
+        jobs = job_links.warm(store)
+    except Exception as exc:  # the store may be empty, closing, or not migrated yet
+        log.warning("blast-radius cache not warmed", extra={"reason": str(exc)})
+    else:
+        log.info("blast-radius cache warmed", extra={"jobs": jobs})
 
 
 TopologyOpt = Annotated[

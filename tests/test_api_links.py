@@ -11,12 +11,14 @@ import pytest
 from api_support import api_client
 from fastapi.testclient import TestClient
 
+from railtrace.api.joblinks import JobLinks
 from railtrace.api.routes.links import CountedMetric
 from railtrace.api.schemas import iso_utc
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import COUNTER_METRICS, FAULT_COUNTERS, Metric
+from railtrace.topology.paths import PathFinder
 
 NS = 1_000_000_000
 
@@ -191,3 +193,24 @@ def test_every_rankable_metric_is_a_counter_that_says_something_is_wrong() -> No
     traffic = {Metric.IN_OCTETS, Metric.OUT_OCTETS, Metric.IN_PKTS, Metric.OUT_PKTS}
     assert {Metric(m.value) for m in CountedMetric} == set(COUNTER_METRICS) - traffic
     assert {Metric(m.value) for m in CountedMetric} == FAULT_COUNTERS
+
+
+def test_warming_builds_every_jobs_paths_so_the_first_link_page_rebuilds_none(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore],
+) -> None:
+    client, truth, store = incident
+    fabric = client.app.state.fabric  # type: ignore[attr-defined]
+    job_links = JobLinks(fabric, PathFinder(fabric))
+    rebuilt: list[str] = []
+    build = job_links._rebuild
+
+    def counting(store: Any, job_id: str) -> Any:
+        rebuilt.append(job_id)
+        return build(store, job_id)
+
+    job_links._rebuild = counting  # type: ignore[method-assign]
+    assert job_links.warm(store) == len(truth["jobs"])
+    assert sorted(rebuilt) == sorted(truth["jobs"])
+    rebuilt.clear()
+    crossing = job_links.crossing(store, truth["fault_link"]["id"], truth["fault_at_ns"] + 10**12)
+    assert rebuilt == [] and crossing
