@@ -32,10 +32,6 @@ class Crossing:
     verdict: JobSummary | None
 
 
-#: Every job's first fact is before this (2200-01-01), so the snapshot holds them all.
-_FAR_FUTURE_NS = 7_258_118_400 * 1_000_000_000
-
-
 class JobLinks:
     """Job id -> the links its traffic may cross, with the chance it does."""
 
@@ -75,7 +71,7 @@ class JobLinks:
         cached = self._jobs
         if cached is not None and now - cached[0] < JOBS_TTL_S:
             return cached[1], cached[2]
-        activity = store.job_activity(_FAR_FUTURE_NS, limit=MAX_JOBS)
+        activity = store.job_activity(limit=MAX_JOBS)
         verdicts = {j.job_id: j for j in store.list_jobs(limit=1000)}
         self._jobs = (now, activity, verdicts)
         return activity, verdicts

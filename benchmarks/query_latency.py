@@ -532,14 +532,11 @@ SqlRequest = tuple[str, str | None, Callable[[random.Random], int]]
 
 
 def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[SqlRequest]:
-    """Every SQL-level measurement. Where the store has the link endpoints' methods
-    (`link_series`, `worst_links`, `job_activity`) they are timed as the endpoints call them;
-    beside them the raw queries of this file, and variants that show what the layout costs.
-    Each request returns the rows it got back, so one that silently finds nothing shows."""
+    """Every SQL-level measurement: the store methods the link endpoints call (`link_series`,
+    `worst_links`, `job_activity`), beside them the raw queries of this file, and variants
+    that show what the layout costs. Each request returns the rows it got back, so one that
+    silently finds nothing shows."""
     samples = qualified(DATABASE, "link_samples")
-    link_series = getattr(store, "link_series", None)
-    worst_links = getattr(store, "worst_links", None)
-    job_activity = getattr(store, "job_activity", None)
     step_ns = max(1, math.ceil(inputs.window_s / 360)) * data.NS  # the endpoint's default step
 
     def verdict(rng: random.Random) -> int:
@@ -554,10 +551,8 @@ def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[S
     def series(rng: random.Random) -> int:
         p = history_params(inputs, rng)
         ref = inputs.fabric.links[p["link"]]
-        if link_series is None:
-            return int(store.select(HISTORY_SQL.format(table=samples), p).num_rows)
         return sum(
-            len(s.ts_ns) for s in link_series([ref.a, ref.b], p["since"], p["until"], step_ns)
+            len(s.ts_ns) for s in store.link_series([ref.a, ref.b], p["since"], p["until"], step_ns)
         )
 
     def events(rng: random.Random) -> int:
@@ -565,9 +560,7 @@ def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[S
         return len(store.link_events_between([p["link"]], p["since"], p["until"], limit=1000))
 
     def jobs(rng: random.Random) -> int:
-        _, until = random_window(rng, inputs.span, inputs.window_s)
-        n = len(store.list_jobs(limit=1000))
-        return n + (0 if job_activity is None else len(job_activity(until, limit=200)))
+        return len(store.list_jobs(limit=1000)) + len(store.job_activity(limit=200))
 
     def history(rng: random.Random) -> int:
         return series(rng) + events(rng) + jobs(rng)
@@ -583,9 +576,8 @@ def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[S
         return run
 
     def worst_store(rng: random.Random) -> int:
-        assert worst_links is not None
         since, until = random_window(rng, inputs.span, inputs.window_s)
-        return len(worst_links(inputs.metric, since, until, inputs.limit))
+        return len(store.worst_links(inputs.metric, since, until, inputs.limit))
 
     def worst_by_port(rng: random.Random) -> int:
         since, until = random_window(rng, inputs.span, inputs.window_s)
@@ -599,11 +591,9 @@ def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[S
         top = [kv for kv in totals.items() if kv[1] > 0]
         return len(heapq.nsmallest(inputs.limit, top, key=lambda kv: (-kv[1], kv[0])))
 
-    how = "store.link_series" if link_series else "raw rows, HISTORY_SQL"
-    jobs_how = "list_jobs + job_activity" if job_activity else "list_jobs (no job_activity)"
     out: list[SqlRequest] = [
         ("verdict: store.get_verdict", "verdict", verdict),
-        (f"link: samples ({how})", None, series),
+        ("link: samples (store.link_series)", None, series),
         (
             "link: samples, raw rows by (device, interface)",
             None,
@@ -615,12 +605,11 @@ def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[S
             raw_samples(HISTORY_BY_LINK_ID_SQL.format(table=samples)),
         ),
         ("link: events (store.link_events_between)", None, events),
-        (f"link: jobs ({jobs_how})", None, jobs),
+        ("link: jobs (list_jobs + job_activity)", None, jobs),
         ("link history: the three reads above, in turn", "link", history),
     ]
-    if worst_links is not None:
-        out.append(("worst links: store.worst_links", "worst", worst_store))
     out += [
+        ("worst links: store.worst_links", "worst", worst_store),
         ("worst links: WORST_SQL", "worst", worst(samples, "")),
         ("worst links: by port, links summed in Python", "worst", worst_by_port),
         ("worst links: WORST_SQL with FINAL", "worst", worst(samples, " FINAL")),

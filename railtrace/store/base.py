@@ -215,8 +215,8 @@ class Store(Protocol):
         minutes of the window, worst first."""
         ...
 
-    def job_activity(self, started_before_ns: int, limit: int = 200) -> list[JobActivity]:
-        """Jobs whose first fact is at or before `started_before_ns`, latest active first."""
+    def job_activity(self, limit: int = 200) -> list[JobActivity]:
+        """Jobs with stored facts, latest active first."""
         ...
 
     def stored_rows(self) -> dict[str, int]:

@@ -176,7 +176,6 @@ SELECT job_id, toUnixTimestamp64Nano(min(ts)) AS first_ns,
        toUnixTimestamp64Nano(max(ts)) AS last_ns, toUInt64(count()) AS facts
 FROM {facts}
 GROUP BY job_id
-HAVING min(ts) <= fromUnixTimestamp64Nano({{before:Int64}})
 ORDER BY last_ns DESC, job_id
 LIMIT {{limit:UInt32}}"""
 
@@ -525,9 +524,9 @@ class SqlStore(ABC):
             for r in self.select(sql, params).to_pylist()
         ]
 
-    def job_activity(self, started_before_ns: int, limit: int = 200) -> list[JobActivity]:
+    def job_activity(self, limit: int = 200) -> list[JobActivity]:
         sql = _JOB_ACTIVITY_SQL.format(facts=self._name("job_facts"))
-        rows = self.select(sql, {"before": started_before_ns, "limit": limit}).to_pylist()
+        rows = self.select(sql, {"limit": limit}).to_pylist()
         return [JobActivity(r["job_id"], r["first_ns"], r["last_ns"], r["facts"]) for r in rows]
 
     def stored_rows(self) -> dict[str, int]:
