@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, cast
 
-from fastapi import Depends, Path, Query, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from railtrace.store import Store
 from railtrace.streams.records import JobState
+from railtrace.topology.fabric import Fabric
 
 #: Scheduler job ids (Slurm `1234_5`, Kubernetes names, run names): letters, digits and
 #: `._:@+-`, starting with a letter or digit. Anything else cannot be a job railtrace stored.
@@ -24,6 +25,20 @@ def _store(request: Request) -> Store:
 
 
 StoreDep = Annotated[Store, Depends(_store)]
+
+
+def fabric_of(request: Request) -> Fabric:
+    """The cabling plan the API was started with; a 503 that says how to give it one.
+    Called inside the routes, after their parameters are validated, not as a dependency."""
+    fabric: Fabric | None = request.app.state.fabric
+    if fabric is None:
+        raise HTTPException(
+            status_code=503,
+            detail="this API has no topology: start it with api.topology_dir (a folder with "
+            "cables.csv) or worker.topology_dir set",
+        )
+    return fabric
+
 
 JobId = Annotated[
     str,

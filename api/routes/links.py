@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
 
-from railtrace.api.deps import StoreDep, invalid
+from railtrace.api.deps import StoreDep, fabric_of, invalid
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
     CrossingJobOut,
@@ -29,7 +29,6 @@ from railtrace.api.schemas import (
 )
 from railtrace.store import Store
 from railtrace.streams.records import JobState, Metric
-from railtrace.topology.fabric import Fabric
 from railtrace.topology.view import link_rail
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
@@ -106,17 +105,6 @@ def window(since: datetime | None, until: datetime | None) -> tuple[int, int]:
     )
 
 
-def _fabric(request: Request) -> Fabric:
-    fabric: Fabric | None = request.app.state.fabric
-    if fabric is None:
-        raise HTTPException(
-            status_code=503,
-            detail="this API has no topology: start it with api.topology_dir (a folder with "
-            "cables.csv) or worker.topology_dir set",
-        )
-    return fabric
-
-
 @router.get(
     "",
     responses={503: {"description": "This API was started without a topology."}},
@@ -133,7 +121,7 @@ def worst_links(
 ) -> WorstLinksOut:
     """The fabric's worst links over a window: those with the most of `metric`, worst first,
     counted over the window's whole minutes. Links that counted none are left out."""
-    fabric = _fabric(request)
+    fabric = fabric_of(request)
     since_ns, until_ns = window(since, until)
     found = store.worst_links(metric.value, since_ns, until_ns, limit)
     out = []
@@ -182,7 +170,7 @@ def get_link(
 ) -> LinkDetailOut:
     """One link around a moment: both ends' counters in buckets, its events, and its blast
     radius (the jobs whose paths may cross it)."""
-    fabric = _fabric(request)
+    fabric = fabric_of(request)
     ref = fabric.links.get(link_id)
     if ref is None:
         raise HTTPException(

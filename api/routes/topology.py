@@ -6,7 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from railtrace.api.deps import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN, Limit, Offset, StoreDep
+from railtrace.api.deps import (
+    JOB_ID_MAX_LENGTH,
+    JOB_ID_PATTERN,
+    Limit,
+    Offset,
+    StoreDep,
+    fabric_of,
+)
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
     CablingDifferenceOut,
@@ -17,7 +24,6 @@ from railtrace.api.schemas import (
     TopologyOut,
 )
 from railtrace.store.rows import STRUCTURE_FACT_KINDS
-from railtrace.topology.fabric import Fabric
 from railtrace.topology.view import topology_view
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])
@@ -75,13 +81,7 @@ def get_topology(
 ) -> TopologyOut:
     """The fabric as a graph: devices with their role and rail, cables with the rail they
     carry; only one rail's, or only the cables a job may cross, if asked."""
-    fabric: Fabric | None = request.app.state.fabric
-    if fabric is None:
-        raise HTTPException(
-            status_code=503,
-            detail="this API has no topology: start it with api.topology_dir (a folder with "
-            "cables.csv) or worker.topology_dir set",
-        )
+    fabric = fabric_of(request)
     weights = None
     if job is not None:
         job_links: JobLinks = request.app.state.job_links
