@@ -83,10 +83,10 @@ class Deployment:
 
     def get(self, path: str) -> Any:
         """GET with the read token the sink's owner file hands this machine's CLI."""
-        request = urllib.request.Request(self.api + path)
         owner = read_owner(Path(self.env["RAILTRACE_STORE__DATA_DIR"]))
-        if owner is not None and owner.api_token:
-            request.add_header("Authorization", f"Bearer {owner.api_token}")
+        request = urllib.request.Request(
+            self.api + path, headers=owner.auth_headers() if owner else {}
+        )
         with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())
 

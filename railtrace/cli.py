@@ -280,9 +280,7 @@ def _through_owner(settings: Settings, path: str) -> object:
             f"{settings.store.data_dir} is held by another process that serves no API; "
             "wait for it to finish or start `railtrace serve` on it"
         )
-    request = urllib.request.Request(owner.api_url.rstrip("/") + path)
-    if owner.api_token:
-        request.add_header("Authorization", f"Bearer {owner.api_token}")
+    request = urllib.request.Request(owner.api_url.rstrip("/") + path, headers=owner.auth_headers())
     try:
         with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())

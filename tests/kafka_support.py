@@ -114,10 +114,10 @@ spool_dir = "{self.workdir / "spool"}"
         return orjson.loads(self.get_bytes(path))
 
     def get_bytes(self, path: str) -> bytes:
-        request = urllib.request.Request(self.api + path)
         owner = read_owner(self.data)
-        if owner is not None and owner.api_token:
-            request.add_header("Authorization", f"Bearer {owner.api_token}")
+        request = urllib.request.Request(
+            self.api + path, headers=owner.auth_headers() if owner else {}
+        )
         with urllib.request.urlopen(request, timeout=10) as resp:
             return bytes(resp.read())
 

@@ -32,6 +32,10 @@ class Owner:
     # A read token for the owner's API, valid while the owner lives; the file is 0600.
     api_token: str | None = None
 
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to the owner's API sends to be let in (nothing without a token)."""
+        return {"Authorization": f"Bearer {self.api_token}"} if self.api_token else {}
+
 
 def owner_path(data_dir: Path) -> Path:
     return data_dir / OWNER_FILE
