@@ -1,8 +1,11 @@
-"""An in-process API client that holds a token, as every caller of the real API must."""
+"""An in-process API client that holds a token, as every caller of the real API must, and
+the replayed incidents the API tests serve."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,13 @@ from fastapi.testclient import TestClient
 
 from railtrace.api import create_app
 from railtrace.api.tokens import Scope, TokenBook
+from railtrace.replay import Capture, open_capture, replay
+from railtrace.simulate import Fault, write_capture
 from railtrace.store import Store
+from railtrace.store.chdb_store import ChdbStore
+
+#: A shorter watchdog than PyTorch's default keeps the captures small.
+WATCHDOG_S = 120
 
 
 def token_book() -> TokenBook:
@@ -25,3 +34,20 @@ def api_client(
     book = book or token_book()
     token, _ = book.issue("tests", scopes or {Scope.READ})
     return TestClient(create_app(store, book, **kw), headers={"Authorization": f"Bearer {token}"})
+
+
+@contextmanager
+def replayed(
+    base: Path, nodes: int, fault: Fault, seed: int
+) -> Iterator[tuple[ChdbStore, Capture, dict[str, Any]]]:
+    """A simulated incident replayed into a fresh embedded store under `base`: the store, the
+    capture (its fabric) and the ground truth; the store is closed afterwards."""
+    truth = write_capture(base / "cap", nodes, fault, seed, watchdog_s=WATCHDOG_S)
+    capture = open_capture(base / "cap")
+    store = ChdbStore(base / "data")
+    try:
+        store.migrate()
+        replay(capture, store)
+        yield store, capture, truth
+    finally:
+        store.close()

@@ -123,21 +123,24 @@ def node_event() -> NodeEvent:
     )
 
 
+#: A port cabled to the wrong host, as the cabling alerts report it.
+MISWIRE = CablingEvent(
+    T0,
+    "leaf03",
+    "swp1",
+    CablingKind.MISWIRED,
+    Endpoint("gpu1", "mlx5_0"),
+    Endpoint("gpu2", "mlx5_0"),
+)
+
+
 def every_kind() -> list[Alert]:
     flap = LinkEvent(T0, "leaf03", "Ethernet1/7", LinkEventKind.FLAP, 5.0, "5 changes in 60 s")
-    miswire = CablingEvent(
-        T0,
-        "leaf03",
-        "swp1",
-        CablingKind.MISWIRED,
-        Endpoint("gpu1", "mlx5_0"),
-        Endpoint("gpu2", "mlx5_0"),
-    )
     return [
         verdict_alert(verdict(), BASE),
         node_alert(node_event(), BASE),
         flap_storm_alert(flap, LINK.link_id, BASE),
-        cabling_alert(miswire, BASE),
+        cabling_alert(MISWIRE, BASE),
     ]
 
 
@@ -302,14 +305,6 @@ async def _produce(prefix: str) -> None:
     stalled = wire.encode_records([verdict("job-77")])
     x = XidObservation("gpu7", T0, 79, "0000:3b:00", "GPU has fallen off the bus.")
     decision = Decision("quarantine", "gpu7", T0, "Xid 79 (fallen off the bus)", True, (x,))
-    miswire = CablingEvent(
-        T0,
-        "leaf03",
-        "swp1",
-        CablingKind.MISWIRED,
-        Endpoint("gpu1", "mlx5_0"),
-        Endpoint("gpu2", "mlx5_0"),
-    )
     messages = [
         ("verdicts.v1", b"job-77", stalled),
         ("verdicts.v1", b"job-77", stalled),  # redelivered: deduplicated
@@ -319,7 +314,7 @@ async def _produce(prefix: str) -> None:
             b"gpu7",
             nodeevents.xid_event(x, "NVRM: Xid", "kmsg", True, decision),
         ),
-        ("cabling-events.v1", b"leaf03", wire.encode_records([miswire])),
+        ("cabling-events.v1", b"leaf03", wire.encode_records([MISWIRE])),
     ]
     producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
     await producer.start()

@@ -8,14 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_support import api_client
+from api_support import api_client, replayed
 from fastapi.testclient import TestClient
 
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.routes.links import CountedMetric
 from railtrace.api.schemas import iso_utc
-from railtrace.replay import open_capture, replay
-from railtrace.simulate import Fault, write_capture
+from railtrace.simulate import Fault
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import COUNTER_METRICS, FAULT_COUNTERS, Metric
 from railtrace.topology.paths import PathFinder
@@ -27,16 +26,12 @@ NS = 1_000_000_000
 def incident(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[TestClient, dict[str, Any], ChdbStore]]:
-    base = tmp_path_factory.mktemp("links")
-    truth = write_capture(base / "cap", 64, Fault.LINK_DOWN, 3, watchdog_s=120)
-    capture = open_capture(base / "cap")
-    store = ChdbStore(base / "data")
-    try:
-        store.migrate()
-        replay(capture, store)
+    with replayed(tmp_path_factory.mktemp("links"), 64, Fault.LINK_DOWN, 3) as (
+        store,
+        capture,
+        truth,
+    ):
         yield api_client(store, fabric=capture.fabric), truth, store
-    finally:
-        store.close()
 
 
 def _around(truth: dict[str, Any], before_s: int = 120, after_s: int = 120) -> str:

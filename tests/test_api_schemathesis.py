@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 import schemathesis
-from api_support import token_book
+from api_support import replayed, token_book
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from railtrace.api import create_app
 from railtrace.api.tokens import Scope
-from railtrace.replay import open_capture, replay
-from railtrace.simulate import Fault, write_capture
-from railtrace.store.chdb_store import ChdbStore
+from railtrace.simulate import Fault
 
 EXAMPLES = 40
 #: Routes with a time window: they refuse windows their schema cannot describe (since after
@@ -30,19 +28,15 @@ WINDOWED_EXCLUDED = [positive_data_acceptance]
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
-    base = tmp_path_factory.mktemp("schemathesis")
-    write_capture(base / "cap", 16, Fault.LINK_DOWN, 5, watchdog_s=120)
-    capture = open_capture(base / "cap")
-    store = ChdbStore(base / "data")
-    try:
-        store.migrate()
-        replay(capture, store)
+    with replayed(tmp_path_factory.mktemp("schemathesis"), 16, Fault.LINK_DOWN, 5) as (
+        store,
+        capture,
+        _,
+    ):
         book = token_book()
         # A read token: an admin one would let the fuzzer revoke tokens mid-run.
         token, _ = book.issue("schemathesis", {Scope.READ})
         yield create_app(store, book, fabric=capture.fabric), token
-    finally:
-        store.close()
 
 
 @pytest.fixture(scope="module")

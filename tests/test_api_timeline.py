@@ -6,26 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from api_support import api_client
+from api_support import api_client, replayed
 from fastapi.testclient import TestClient
 
-from railtrace.replay import open_capture, replay
-from railtrace.simulate import Fault, write_capture
+from railtrace.simulate import Fault
 from railtrace.store.chdb_store import ChdbStore
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, ChdbStore, str]]:
-    base = tmp_path_factory.mktemp("timeline")
-    truth = write_capture(base / "cap", 64, Fault.LINK_DOWN, 3, watchdog_s=120)
-    stalled = [j for j, t in truth["jobs"].items() if t["state"] == "stalled"]
-    store = ChdbStore(base / "data")
-    try:
-        store.migrate()
-        replay(open_capture(base / "cap"), store)
+    with replayed(tmp_path_factory.mktemp("timeline"), 64, Fault.LINK_DOWN, 3) as (
+        store,
+        _,
+        truth,
+    ):
+        stalled = [j for j, t in truth["jobs"].items() if t["state"] == "stalled"]
         yield api_client(store), store, stalled[0]
-    finally:
-        store.close()
 
 
 def test_the_timeline_holds_the_verdicts_evidence_in_time_order(

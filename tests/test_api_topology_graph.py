@@ -7,28 +7,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_support import api_client
+from api_support import api_client, replayed
 from fastapi.testclient import TestClient
 
-from railtrace.replay import open_capture, replay
-from railtrace.simulate import Fault, write_capture
-from railtrace.store.chdb_store import ChdbStore
+from railtrace.simulate import Fault
 
 
 @pytest.fixture(scope="module")
 def incident(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[TestClient, dict[str, Any]]]:
-    base = tmp_path_factory.mktemp("topology")
-    truth = write_capture(base / "cap", 64, Fault.LINK_DOWN, 3, watchdog_s=120)
-    capture = open_capture(base / "cap")
-    store = ChdbStore(base / "data")
-    try:
-        store.migrate()
-        replay(capture, store)
+    with replayed(tmp_path_factory.mktemp("topology"), 64, Fault.LINK_DOWN, 3) as (
+        store,
+        capture,
+        truth,
+    ):
         yield api_client(store, fabric=capture.fabric), truth
-    finally:
-        store.close()
 
 
 def test_the_whole_fabric_lists_every_device_and_cable_with_roles_and_rails(

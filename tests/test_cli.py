@@ -138,6 +138,8 @@ def local_verdict(incident: Incident) -> dict[str, Any]:
         (["release-node"], "Put a quarantined GPU node back in service"),
         (["db", "migrate"], "Apply the schema migrations the store lacks"),
         (["alert"], "Slack"),
+        (["token"], "Bearer tokens for the HTTP API"),
+        (["token", "create"], "Create a token and print it"),
     ],
     ids=[
         "railtrace",
@@ -152,6 +154,8 @@ def local_verdict(incident: Incident) -> dict[str, Any]:
         "release-node",
         "db-migrate",
         "alert",
+        "token",
+        "token-create",
     ],
 )
 def test_help_of_every_command_states_its_purpose(command: list[str], purpose: str) -> None:
@@ -173,6 +177,7 @@ def test_top_level_help_lists_every_command() -> None:
         "release-node",
         "db",
         "alert",
+        "token",
         "collect",
         "worker",
         "sink",

@@ -8,9 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_support import ARTIFACTS
+from api_support import replayed
+from kafka_support import ARTIFACTS, RAILTRACE, free_port
 from playwright.sync_api import sync_playwright
 
-from railtrace.replay import open_capture, replay
-from railtrace.simulate import Fault, write_capture
-from railtrace.store.chdb_store import ChdbStore
+from railtrace.simulate import Fault
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, NodeEvent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +36,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
 TIMEOUT_MS = 30_000
 
 
@@ -51,23 +47,13 @@ class Served:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     # Not a skip: the README's test command installs it, and a skipped browser test would
     # let a broken page through unnoticed.
     assert Path(CHROMIUM).exists(), "no chromium: `make system-deps` installs Debian's chromium"
     base = tmp_path_factory.mktemp("incident")
-    truth = write_capture(base / "cap", 32, Fault.LINK_DOWN, 11, watchdog_s=120)
-    store = ChdbStore(base / "data")
-    try:
-        store.migrate()
-        replay(open_capture(base / "cap"), store)
+    with replayed(base, 32, Fault.LINK_DOWN, 11) as (store, _, truth):
         at = truth["fault_at_ns"]
         store.write_cabling_events(
             [
@@ -84,8 +70,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                           True, "quarantine", "Xid 79", False, "", "journalctl -k"),
             ]
         )  # fmt: skip
-    finally:
-        store.close()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")},
         "RAILTRACE_API__TOKENS_FILE": str(base / "tokens.json"),
@@ -98,7 +82,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         text=True,
         check=True,
     )
-    port = _free_port()
+    port = free_port()
     log = base / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
