@@ -109,7 +109,8 @@ class LinkEventKind(StrEnum):
     FLAP = "flap"
     ERROR_BURST = "error-burst"
     FEC_UNCORRECTABLE = "fec-uncorrectable"
-    PFC_STORM = "pfc-storm"
+    PFC_STORM = "pfc-storm"  # the peer pauses this port (pause frames received)
+    PFC_PAUSING = "pfc-pausing"  # this port pauses its peer (pause frames sent)
     RX_POWER_LOW = "rx-power-low"
     TRAFFIC_DROP = "traffic-drop"
     COUNTER_RESET = "counter-reset"
@@ -277,6 +278,24 @@ class RasReport:
     origin: LogOrigin
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A trainer's step report: the job was making progress at `ts_ns`, at this pace.
+
+    Megatron prints the time per iteration (`step_ms`), torchtitan the tokens per second
+    (`tokens_per_s`); a slowdown is judged on whichever the job's lines carry, against the
+    job's own earlier pace, never against an absolute figure.
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str | None
+    step: int
+    step_ms: float | None
+    tokens_per_s: float | None
+    origin: LogOrigin
+
+
 JobFact = (
     NetDevices
     | RankInfo
@@ -286,6 +305,7 @@ JobFact = (
     | CollectiveTimeout
     | XidEvent
     | RasReport
+    | Progress
 )
 
 

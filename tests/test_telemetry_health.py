@@ -98,7 +98,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [rate(10, M.FEC_UNCORRECTABLE, 0.0), rate(20, M.FEC_UNCORRECTABLE, 0.1, "fc:2")],
         [event(20, K.FEC_UNCORRECTABLE, 0.1, "uncorrectable FEC codewords at 0.1/s")],
     ),
-    "pfc_storm_sums_priorities_within_one_timestamp": (
+    "pfc_pauses_sum_priorities_within_one_timestamp_per_direction": (
         [
             rate(10, M.PFC_RX_PAUSE, 3000.0, "3"),
             rate(10, M.PFC_RX_PAUSE, 2500.0, "4"),
@@ -116,7 +116,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             ),
             event(
                 20,
-                K.PFC_STORM,
+                K.PFC_PAUSING,
                 5100.0,
                 "tx PFC pause 5100/s (priorities 3,link): this port is pausing its peer",
             ),
@@ -196,7 +196,7 @@ def test_thresholds_are_configurable() -> None:
         ],
         strict,
     )
-    assert [e.kind for e in got] == [K.ERROR_BURST, K.PFC_STORM, K.DOWN, K.UP, K.FLAP]
+    assert [e.kind for e in got] == [K.ERROR_BURST, K.PFC_PAUSING, K.DOWN, K.UP, K.FLAP]
 
 
 def test_counter_values_as_telemetry_values_are_ignored() -> None:

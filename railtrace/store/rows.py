@@ -30,6 +30,7 @@ from railtrace.streams.records import (
     NetDevices,
     NetError,
     NodeEvent,
+    Progress,
     RankInfo,
     RasReport,
     Verdict,
@@ -46,12 +47,17 @@ FACT_KINDS: dict[type[JobFact], str] = {
     CollectiveTimeout: "collective-timeout",
     XidEvent: "xid",
     RasReport: "ras-report",
+    Progress: "progress",
 }
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 #: The kinds of fact that happened at a moment; the rest describe the job's structure.
 EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
+#: The trainer's step reports: many, each unremarkable; read for a job's pace, not its events.
+PROGRESS_FACT_KINDS = ("progress",)
 #: The kinds that describe where a job runs and how its ranks talk: all its paths need.
-STRUCTURE_FACT_KINDS = tuple(k for k in FACT_TYPES if k not in EVENT_FACT_KINDS)
+STRUCTURE_FACT_KINDS = tuple(
+    k for k in FACT_TYPES if k not in EVENT_FACT_KINDS and k not in PROGRESS_FACT_KINDS
+)
 
 
 def _table(name: str, columns: dict[str, list[Any]]) -> pa.Table:

@@ -9,29 +9,43 @@ anomalies from a replicated table, re-evaluation on a timer) reach the same verd
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import LinkEventSource, LinkHistory
 from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.scoring import TimeWindow
-from railtrace.streams.attribution.verdicts import Observations, build_verdict, stall_time
+from railtrace.streams.attribution.verdicts import (
+    Observations,
+    build_verdict,
+    healthy_verdict,
+    stall_time,
+)
 from railtrace.streams.records import (
+    CauseKind,
     CollectiveTimeout,
     Endpoint,
+    Evidence,
     JobFact,
     JobState,
     LinkEvent,
+    LinkEventKind,
     NetError,
+    Progress,
     RasReport,
     Verdict,
     XidEvent,
 )
+from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 
 #: Facts that can start or move a stall; others only describe the job.
 HANG_EVIDENCE = (CollectiveTimeout, NetError, RasReport, XidEvent)
+#: Verdicts that are re-judged as link anomalies arrive.
+TROUBLED = (JobState.STALLED, JobState.SLOW)
 NS = 1_000_000_000
 
 
@@ -69,6 +83,11 @@ class Correlator:
         self.history: LinkEventSource = self.local_history or history  # type: ignore[assignment]
         self._jobs: dict[str, _Job] = {}
         self._jobs_on_link: dict[str, set[str]] = {}
+        #: Event time: the newest record time seen (or passed to `advance`).
+        self.now_ns = 0
+        # (time a job's step reports become overdue, job id); stale entries are skipped.
+        self._due: list[tuple[int, str]] = []
+        self._ports: dict[str, list[str]] | None = None
 
     # -- input ------------------------------------------------------------------------------
 
@@ -81,10 +100,31 @@ class Correlator:
         return lid
 
     def observe(self, record: LinkEvent | JobFact) -> list[Verdict]:
-        """Take one record and return the verdicts it changed."""
+        """Take one record and return the verdicts it changed (a job's latest only)."""
         if isinstance(record, LinkEvent):
-            return self._on_link_event(record)
-        return self._on_fact(record)
+            changed = self._on_link_event(record)
+        else:
+            changed = self._on_fact(record)
+        if record.ts_ns > self.now_ns:
+            changed += self.advance(record.ts_ns)
+        return list({v.job_id: v for v in changed}.values())
+
+    def advance(self, now_ns: int) -> list[Verdict]:
+        """Move event time on to `now_ns` and re-judge the jobs whose step reports became
+        overdue by then: a job that went quiet is news only while time passes, with no record
+        of its own to announce it. Streaming workers call this with the newest link event
+        time; `observe` calls it with each record's."""
+        if now_ns <= self.now_ns:
+            return []
+        self.now_ns = now_ns
+        due: set[str] = set()
+        while self._due and self._due[0][0] <= now_ns:
+            _, job_id = heapq.heappop(self._due)
+            job = self._jobs.get(job_id)
+            at = job.view.pace.overdue_at() if job is not None else None
+            if at is not None and at <= now_ns:
+                due.add(job_id)
+        return self.reevaluate(due) if due else []
 
     def _on_link_event(self, event: LinkEvent) -> list[Verdict]:
         self.stats.link_events += 1
@@ -103,7 +143,9 @@ class Correlator:
         change = job.view.add(fact)
         if change & Change.FLOWS:
             job.weights = None
-        stalled = job.verdict is not None and job.verdict.state == JobState.STALLED
+        if isinstance(fact, Progress):
+            self._schedule(job)
+        stalled = job.verdict is not None and job.verdict.state in TROUBLED
         if change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
             return self.reevaluate([fact.job_id])
         if job.verdict is None:
@@ -112,7 +154,8 @@ class Correlator:
         return []
 
     def reevaluate(self, job_ids: Iterable[str] | None = None) -> list[Verdict]:
-        """Re-judge jobs (default: every stalled one) and return the verdicts that changed.
+        """Re-judge jobs (default: every stalled, slow or silent one) and return the verdicts
+        that changed.
 
         Streaming workers call this on a timer, since the link anomalies they judge against
         arrive through a replicated table rather than through `observe`.
@@ -121,7 +164,8 @@ class Correlator:
             job_ids = [
                 j
                 for j, job in self._jobs.items()
-                if job.verdict is not None and job.verdict.state == JobState.STALLED
+                if (job.verdict is not None and job.verdict.state in TROUBLED)
+                or job.view.pace.stopped(self.now_ns) is not None
             ]
         ids = sorted(job_ids)
         out = []
@@ -159,32 +203,105 @@ class Correlator:
     def _answer(
         self, job: _Job, upto_ns: int | None, corroborated: dict[str, int] | None = None
     ) -> Verdict:
-        """The verdict from the evidence with event time <= upto_ns (all when None).
+        """The verdict from the evidence with event time <= upto_ns (all, as of now, when None).
 
-        `corroborated` is `_corroborated(job.view)` when the caller already has it: the
-        decided_at search asks for several cut-off times over the same evidence.
+        In order: hang evidence in the logs makes the job stalled; step reports that stopped
+        make it stalled only when a fault on its paths explains it (a job also goes quiet to
+        write a checkpoint); step reports that slowed make it slow. `corroborated` is
+        `_corroborated(job.view)` when the caller already has it: the decided_at search asks
+        for several cut-off times over the same evidence.
         """
         view = job.view
+        now = self.now_ns if upto_ns is None else upto_ns
+        if corroborated is None:
+            corroborated = self._corroborated(view)
         stalled_at = stall_time(view, upto_ns)
-        if stalled_at is None:
-            return build_verdict(view, Observations({}, {}, {}), self.fabric, self.window, None)
+        if stalled_at is not None:
+            return self._judge(job, stalled_at, upto_ns, corroborated, JobState.STALLED, ())
+        pace = view.pace
+        last = pace.stopped(now)
+        if last is not None:
+            overdue = pace.overdue_at(now) or now
+            note = as_evidence.progress_stopped(last, pace.interval_ns(now) or 0, overdue)
+            verdict = self._judge(job, last, upto_ns, corroborated, JobState.STALLED, (note,))
+            if verdict.cause_kind != CauseKind.UNKNOWN:
+                return verdict
+        since = pace.slow_since(upto_ns)
+        if since is not None:
+            note = as_evidence.slowdown(since, pace.peak_ratio, pace.normal)
+            return self._judge(job, since, upto_ns, corroborated, JobState.SLOW, (note,))
+        return healthy_verdict(view)
+
+    def _judge(
+        self,
+        job: _Job,
+        since: int,
+        upto_ns: int | None,
+        corroborated: dict[str, int],
+        state: JobState,
+        pace_evidence: tuple[Evidence, ...],
+    ) -> Verdict:
         weights = self._job_weights(job)
-        lo = stalled_at - int(self.window.lookback_s * NS)
-        hi = stalled_at + int(self.window.lookahead_s * NS)
+        lo = since - int(self.window.lookback_s * NS)
+        hi = since + int(self.window.lookahead_s * NS)
         if upto_ns is not None:
             hi = min(hi, upto_ns)
         events = {lid: hits for lid in weights if (hits := self.history.between(lid, lo, hi))}
-        if corroborated is None:
-            corroborated = self._corroborated(view)
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
-        obs = Observations(weights, events, seen)
-        return build_verdict(view, obs, self.fabric, self.window, stalled_at, upto_ns)
+        obs = Observations(weights, events, seen, self._pfc_victims(events, lo, hi))
+        return build_verdict(
+            job.view, obs, self.fabric, self.window, since, upto_ns, state, pace_evidence
+        )
+
+    def _pfc_victims(
+        self, events: dict[str, list[LinkEvent]], lo: int, hi: int
+    ) -> dict[str, tuple[int, str]]:
+        """Links whose PFC storm a switch passed on: the switch sending the pauses is itself
+        paused on another port in the same window, so the storm started further on."""
+        out: dict[str, tuple[int, str]] = {}
+        for lid, hits in events.items():
+            ref = self.fabric.links[lid]
+            for e in hits:
+                if e.kind != LinkEventKind.PFC_STORM:
+                    continue
+                here = Endpoint(e.device, e.interface)
+                pauser = ref.b if ref.a == here else ref.a
+                if self.fabric.role(pauser.device) in (None, Role.HOST):
+                    continue
+                cause = self._paused_elsewhere(pauser, lo, hi)
+                if cause is not None:
+                    out[lid] = (
+                        e.ts_ns,
+                        f"{pauser.device} sends these pauses because it is itself paused on "
+                        f"{cause.interface} ({cause.detail}): a victim, not the source",
+                    )
+                    break
+        return out
+
+    def _paused_elsewhere(self, port: Endpoint, lo: int, hi: int) -> LinkEvent | None:
+        if self._ports is None:
+            self._ports = {}
+            for ep, lid in self.fabric.link_at.items():
+                self._ports.setdefault(ep.device, []).append(lid)
+        own = self.fabric.link_at.get(port)
+        for lid in self._ports.get(port.device, ()):
+            if lid == own:
+                continue
+            for o in self.history.between(lid, lo, hi):
+                if o.kind == LinkEventKind.PFC_STORM and o.device == port.device:
+                    return o
+        return None
+
+    def _schedule(self, job: _Job) -> None:
+        at = job.view.pace.overdue_at()
+        if at is not None:
+            heapq.heappush(self._due, (at, job.view.job_id))
 
     def _evaluate(self, job: _Job) -> Verdict:
         self.stats.evaluations += 1
         corroborated = self._corroborated(job.view)
         final = self._answer(job, None, corroborated)
-        if final.state != JobState.STALLED:
+        if final.state not in TROUBLED:
             return final
         return replace(final, decided_at_ns=self._decided_at(job, final, corroborated))
 
@@ -192,13 +309,20 @@ class Correlator:
         """The earliest evidence time from which the answer has been `final`'s.
 
         Checked at the times evidence arrived: each hang fact, each anomaly on the two leading
-        candidates, each NCCL error that corroborates one of them.
+        candidates, each NCCL error that corroborates one of them, the moment the step reports
+        became overdue and the report that confirmed a slowdown.
         """
         times = _turning_points(job.view)
+        pace = job.view.pace
+        overdue = pace.overdue_at()
+        if overdue is not None and overdue <= self.now_ns:
+            times.add(overdue)
+        if pace.slow_confirmed_ns is not None:
+            times.add(pace.slow_confirmed_ns)
         for cand in final.candidates[:2]:
             times.update(e.ts_ns for e in cand.evidence)
         times.discard(0)
-        decided = max(times)
+        decided = max(times, default=final.stalled_at_ns or 0)
         for t in sorted(times, reverse=True):
             answer = self._answer(job, t, corroborated)
             if (answer.state, answer.cause_kind, answer.cause_link, answer.cause_node) != (
@@ -239,8 +363,8 @@ class Correlator:
         out = []
         for job_id in sorted(self._jobs):
             job = self._jobs[job_id]
-            if job.verdict is None or job.verdict.state != JobState.STALLED:
-                job.verdict = self._answer(job, None)
+            if job.verdict is None or job.verdict.state not in TROUBLED:
+                job.verdict = self._evaluate(job)
             out.append(job.verdict)
         return out
 
@@ -258,6 +382,8 @@ class Correlator:
         return its verdict. The caller publishes it: whoever held the job before may have
         published an older one, judged before anomalies this worker already holds."""
         job = self._jobs[view.job_id] = _Job(view)
+        self.now_ns = max(self.now_ns, view.last_ts_ns or 0)
+        self._schedule(job)
         job.verdict = self._evaluate(job)
         return job.verdict
 

@@ -51,6 +51,32 @@ def xid(x: XidEvent) -> Evidence:
     )
 
 
+def progress_stopped(last_ns: int, interval_ns: int, overdue_ns: int) -> Evidence:
+    return Evidence(
+        last_ns,
+        "trainer",
+        "progress-stopped",
+        "job",
+        f"last step report; they came every {interval_ns / 1e9:.1f} s and none came in the "
+        f"{(overdue_ns - last_ns) / 1e9:.0f} s after it",
+    )
+
+
+def slowdown(since_ns: int, ratio: float, normal: float | None) -> Evidence:
+    usual = f" (normal pace {normal:.4g})" if normal else ""
+    return Evidence(
+        since_ns,
+        "trainer",
+        "slowdown",
+        "job",
+        f"steps take {ratio:.1f}x their normal time from here on{usual}",
+    )
+
+
+def pfc_victim(ts_ns: int, link_id: str, why: str) -> Evidence:
+    return Evidence(ts_ns, "gnmi", "pfc-victim", link_id, why)
+
+
 def of_fact(fact: JobFact) -> Evidence | None:
     """The timeline line of a job fact that is an event; None for the job's structure (ranks,
     channels, NICs), which explains a verdict but did not happen at a moment."""

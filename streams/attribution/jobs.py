@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from railtrace.streams import codec
+from railtrace.streams.attribution.pace import Pace
 from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
@@ -21,6 +22,7 @@ from railtrace.streams.records import (
     NetDevice,
     NetDevices,
     NetError,
+    Progress,
     RankInfo,
     RasReport,
     XidEvent,
@@ -54,6 +56,7 @@ class JobView:
     net_errors_at: dict[tuple[str, int], NetError] = field(default_factory=dict)
     xids_at: dict[tuple[str, int], XidEvent] = field(default_factory=dict)
     ras_at: dict[tuple[str, int], RasReport] = field(default_factory=dict)
+    pace: Pace = field(default_factory=Pace)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
     _flows: set[Flow] | None = None
@@ -99,6 +102,8 @@ class JobView:
                 return Change.EVIDENCE
             case RasReport():
                 return self._evidence(self.ras_at, fact, fact.ts_ns)
+            case Progress():
+                return Change.EVIDENCE if self.pace.add(fact) else Change.NONE
         self._flows = None
         return Change.FLOWS
 
@@ -197,6 +202,7 @@ class JobView:
                     *self.ras_at.values(),
                 )
             ],
+            "pace": self.pace.snapshot(),
             "first_ts_ns": self.first_ts_ns,
             "last_ts_ns": self.last_ts_ns,
         }
@@ -215,6 +221,8 @@ class JobView:
         for raw in snap["evidence"]:
             view.add(codec.decode(raw))
         view.hosts = set(snap["hosts"])
+        if "pace" in snap:  # absent from views saved before step reports were read
+            view.pace = Pace.restore(snap["pace"])
         view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]
         return view
 

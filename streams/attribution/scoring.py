@@ -14,7 +14,8 @@ from railtrace.streams.records import LinkEventKind
 #: How strongly each kind of link anomaly, on its own, suggests a fault that stops traffic.
 #: A link that went down stops every flow on it; a flap or uncorrectable FEC drops packets until
 #: RDMA gives up; a PFC storm may be a victim of congestion elsewhere; a traffic drop is what
-#: every link of a hung job shows, so it is evidence of the hang, not of its cause.
+#: every link of a hung job shows, so it is evidence of the hang, not of its cause. A port
+#: sending pauses (PFC_PAUSING) is congested by something further on: never the source itself.
 KIND_WEIGHT: dict[LinkEventKind, float] = {
     LinkEventKind.DOWN: 1.0,
     LinkEventKind.FLAP: 0.95,
@@ -22,6 +23,7 @@ KIND_WEIGHT: dict[LinkEventKind, float] = {
     LinkEventKind.ERROR_BURST: 0.7,
     LinkEventKind.RX_POWER_LOW: 0.45,
     LinkEventKind.PFC_STORM: 0.45,
+    LinkEventKind.PFC_PAUSING: 0.15,
     LinkEventKind.COUNTER_RESET: 0.15,
     LinkEventKind.TRAFFIC_DROP: 0.1,
     LinkEventKind.UP: 0.0,
@@ -52,6 +54,7 @@ XID_STALL_THRESHOLD = 0.8
 #: millions of frames a second says more than one just over the threshold.
 MAGNITUDE_REFERENCE: dict[LinkEventKind, float] = {
     LinkEventKind.PFC_STORM: 5000.0,
+    LinkEventKind.PFC_PAUSING: 5000.0,
     LinkEventKind.ERROR_BURST: 1.0,
     LinkEventKind.FEC_UNCORRECTABLE: 1.0,
 }
@@ -84,6 +87,13 @@ CORROBORATION_BOOST = 1.5
 #: traffic drop on the job's links (telemetry without rates), nothing tells members apart and
 #: they keep their full weight.
 IDLE_MEMBER_FACTOR = 0.3
+
+
+#: Pause frames spread upstream: a switch paused on one port fills its buffers and pauses the
+#: ports feeding it, which pause theirs. A port paused by a switch that is itself paused on
+#: another port is a victim of that spread; its storm is scaled by this, so the port where the
+#: pauses start (paused by a host NIC, or by a switch nobody pauses) is the one blamed.
+PFC_VICTIM_FACTOR = 0.25
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ attribution page for the method in words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import order
@@ -15,6 +15,7 @@ from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
     IDLE_MEMBER_FACTOR,
+    PFC_VICTIM_FACTOR,
     XID_STALL_THRESHOLD,
     XID_WEIGHT,
     TimeWindow,
@@ -52,6 +53,8 @@ class Observations:
     events: dict[str, list[LinkEvent]]
     #: link id -> event time of the first NCCL transport error naming a peer across it
     corroborated: dict[str, int]
+    #: link id -> (time, why) for links whose PFC storm was passed on from elsewhere
+    pfc_victims: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def xid_weight(xid: int) -> float:
@@ -91,8 +94,15 @@ def _link_candidate(
 ) -> Candidate | None:
     """`traffic_seen`: some link of the job lost its traffic when the job stopped, so the
     telemetry reports rates, and a member that lost none was not carrying the job."""
+    victim = obs.pfc_victims.get(lid)
     scored = [
-        (kind_weight(e.kind, e.value) * window.factor(e.ts_ns, stalled_at), e) for e in events
+        (
+            kind_weight(e.kind, e.value)
+            * window.factor(e.ts_ns, stalled_at)
+            * (PFC_VICTIM_FACTOR if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
+            e,
+        )
+        for e in events
     ]
     scored = [(s, e) for s, e in scored if s > 0]
     if not scored:
@@ -114,6 +124,8 @@ def _link_candidate(
         as_evidence.link_event(e, lid)
         for _, e in sorted(scored, key=lambda se: (-se[0], order(se[1])))[:4]
     ]
+    if victim is not None:
+        evidence.append(as_evidence.pfc_victim(victim[0], lid, victim[1]))
     if lid in obs.corroborated:
         score = min(1.0, score * CORROBORATION_BOOST)
         evidence.append(
@@ -165,34 +177,33 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
     )
 
 
+def healthy_verdict(view: JobView) -> Verdict:
+    """A job with no hang evidence, no slowdown and no stop that a fault explains."""
+    ranks, hosts = view.ranks, len(view.hosts)
+    state = JobState.HEALTHY if ranks or hosts else JobState.UNKNOWN
+    return Verdict(
+        view.job_id, state, None, None, CauseKind.UNKNOWN, None, None, 0.0, ranks=ranks, hosts=hosts
+    )
+
+
 def build_verdict(
     view: JobView,
     obs: Observations,
     fabric: Fabric,
     window: TimeWindow,
-    stalled_at: int | None,
+    stalled_at: int,
     upto_ns: int | None = None,
+    state: JobState = JobState.STALLED,
+    pace_evidence: tuple[Evidence, ...] = (),
 ) -> Verdict:
-    """The verdict for one job from the evidence seen by `upto_ns` (all of it when None).
+    """The verdict for one job in trouble since `stalled_at` (stalled, or slow when `state` is
+    SLOW), from the evidence seen by `upto_ns` (all of it when None).
 
-    `decided_at_ns` is left at the stall time; the correlator sets it to the time the answer
-    was first reached.
+    `pace_evidence` is what the step reports say (stopped, slowed); it is shown with the hang
+    evidence. `decided_at_ns` is left at `stalled_at`; the correlator sets it to the time the
+    answer was first reached.
     """
     ranks, hosts = view.ranks, len(view.hosts)
-    if stalled_at is None:
-        state = JobState.HEALTHY if ranks or hosts else JobState.UNKNOWN
-        return Verdict(
-            view.job_id,
-            state,
-            None,
-            None,
-            CauseKind.UNKNOWN,
-            None,
-            None,
-            0.0,
-            ranks=ranks,
-            hosts=hosts,
-        )
     traffic_seen = any(
         e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at
         for events in obs.events.values()
@@ -211,11 +222,11 @@ def build_verdict(
     candidates.sort(key=lambda c: (-c.score, c.kind, c.link.link_id if c.link else c.node or ""))
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
-    evidence = _hang_evidence(view, upto_ns)
+    evidence = [*pace_evidence, *_hang_evidence(view, upto_ns)]
     if best is None or best.score < MIN_BLAME_SCORE:
         return Verdict(
             view.job_id,
-            JobState.STALLED,
+            state,
             stalled_at,
             stalled_at,
             CauseKind.UNKNOWN,
@@ -232,7 +243,7 @@ def build_verdict(
     )[:MAX_EVIDENCE]
     return Verdict(
         view.job_id,
-        JobState.STALLED,
+        state,
         stalled_at,
         stalled_at,
         best.kind,

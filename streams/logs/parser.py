@@ -20,6 +20,7 @@ from ..records import DeadLetter, JobFact
 from .common import NOWHERE, Malformed, Where
 from .kernel import KernelRules
 from .nccl import NcclRules, match_prefix
+from .progress import ProgressRules
 from .pytorch import TorchRules
 from .ras import RasRules
 from .timestamps import Clock
@@ -76,6 +77,7 @@ class LogParser:
         self._torch = TorchRules(job_id, source)
         self._kernel = KernelRules(job_id, source)
         self._ras = RasRules(job_id, source)
+        self._progress = ProgressRules(job_id, source)
 
     @property
     def position(self) -> int:
@@ -215,7 +217,11 @@ class LogParser:
             return self._kernel.handle(text, lead_end, ts_ns, line_no, self._where)
         body = text[lead_end:]
         facts = self._torch.handle(body, ts_ns, line_no, self._where)
-        return facts or self._ras.handle(body, ts_ns, line_no)
+        if facts:
+            return facts
+        return self._progress.handle(body, ts_ns, line_no, self._where) or self._ras.handle(
+            body, ts_ns, line_no
+        )
 
     def _dead_letter(self, problem: Malformed, line: str | bytes, line_no: int) -> DeadLetter:
         raw = line if isinstance(line, bytes) else line.encode("utf-8", "backslashreplace")

@@ -323,14 +323,17 @@ class LinkHealth:
         return [LinkEvent(s.ts_ns, s.device, s.interface, kind, s.rate, detail)]
 
     def _on_pause(self, s: LinkSample, direction: str) -> list[LinkEvent]:
-        """PFC_STORM on the sum over priorities of one direction at one timestamp.
+        """PFC_STORM (pauses received) or PFC_PAUSING (pauses sent) on the sum over
+        priorities of one direction at one timestamp. Kept apart because attribution reads
+        them differently: a port being paused points at its peer, one pausing at itself.
 
         The sum is checked as each priority arrives, so a storm fires on the sample that
         crosses the threshold; a timestamp's group is judged clear only once it is complete,
         i.e. when the next timestamp of that direction arrives.
         """
         threshold = self.thresholds.pfc_pause_per_s
-        key = (s.device, s.interface, K.PFC_STORM, direction)
+        kind = K.PFC_STORM if direction == "rx" else K.PFC_PAUSING
+        key = (s.device, s.interface, kind, direction)
         group_key = (s.device, s.interface, direction)
         group = self._pause.get(group_key)
         if group is not None and s.ts_ns < group.ts_ns:
@@ -348,7 +351,7 @@ class LinkHealth:
             f"{direction} PFC pause {group.total:.0f}/s (priorities {which}): "
             f"{_PAUSE_MEANING[direction]}"
         )
-        return [LinkEvent(s.ts_ns, s.device, s.interface, K.PFC_STORM, group.total, detail)]
+        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, group.total, detail)]
 
     def _on_octets(self, s: LinkSample) -> list[LinkEvent]:
         """TRAFFIC_DROP against an EWMA baseline that is frozen while the drop lasts, so a

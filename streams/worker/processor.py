@@ -122,6 +122,7 @@ class Processor:
         self.app = faust_app(settings, settings.worker.app_id)
         w = settings.attribution
         self.history = LinkHistory()
+        self.newest_link_event_ns = 0
         self.correlator = Correlator(
             fabric, TimeWindow(lookback_s=w.lookback_s, lookahead_s=w.lookahead_s), self.history
         )
@@ -281,7 +282,12 @@ class Processor:
 
     async def _reevaluate(self) -> None:
         adopted = [v for key in list(self.views_table.keys()) for v in self._adopt(key)]
-        await self._delivered(await self._send_verdicts(adopted + self.correlator.reevaluate()))
+        # Event time also moves with the link events other partitions normalised: a job whose
+        # logs went silent has no record of its own that would move it.
+        advanced = self.correlator.advance(self.newest_link_event_ns)
+        await self._delivered(
+            await self._send_verdicts(adopted + advanced + self.correlator.reevaluate())
+        )
 
     async def _follow_link_events(self) -> None:
         """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
@@ -314,6 +320,7 @@ class Processor:
                                 newest = max(newest, e.ts_ns)
                 if newest:
                     self.history.prune(newest - PRUNE_HORIZON_NS)
+                    self.newest_link_event_ns = newest
                 if followed != reported and time.monotonic() - last_report >= 5:
                     # What the correlator has to judge with: a verdict missing a link's event
                     # is explained here or in the telemetry stage's checkpoints.

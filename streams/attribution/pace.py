@@ -1,0 +1,155 @@
+"""A job's pace from its step reports: whether it slowed down, and whether it stopped.
+
+The logs say a job hung only when PyTorch's watchdog gives up (ten minutes by default) and
+never say that it slowed; the step reports say both much earlier. Judged against the job's own
+normal pace, never an absolute figure, so one rule fits a 7-second and a 140-second step.
+Bounded in size, so a job followed for weeks keeps a fixed-size state in a changelog.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from railtrace.streams.records import Progress
+
+#: The first reports are skipped: compilation, data loader warm-up and the first checkpoint
+#: make them slow on a healthy job.
+WARMUP_REPORTS = 2
+#: Reports after the warm-up whose median is the job's normal pace.
+BASELINE_REPORTS = 12
+#: A report at least this much slower than normal is a slow one.
+SLOW_RATIO = 1.2
+#: Consecutive slow reports that make a slowdown: one or two are a hiccup (an evaluation pass,
+#: a checkpoint save), three in a row are how a gray link shows.
+SLOW_REPORTS = 3
+#: Recent report times kept, enough to know the reporting interval and the last report.
+RECENT_REPORTS = 16
+#: A job is overdue when no report came for this many of its usual intervals...
+OVERDUE_INTERVALS = 3.0
+#: ...and at least this long, so a job reporting every second is not overdue after three.
+OVERDUE_MIN_S = 30.0
+NS = 1_000_000_000
+
+
+def pace_of(p: Progress) -> float | None:
+    """Time per unit of work, larger when slower: the step time, or the inverse throughput."""
+    if p.step_ms is not None:
+        return p.step_ms
+    if p.tokens_per_s:
+        return 1e9 / p.tokens_per_s
+    return None
+
+
+@dataclass(slots=True)
+class Pace:
+    """Step reports of one job, taken in time order (a report older than the newest is ignored:
+    trainers print from one rank, so they arrive in order)."""
+
+    seen: int = 0
+    baseline: list[float] = field(default_factory=list)
+    recent: list[int] = field(default_factory=list)  # report times, oldest first
+    run_start_ns: int | None = None  # first report of the current run of slow ones
+    run_len: int = 0
+    slow_since_ns: int | None = None  # start of a slowdown, once SLOW_REPORTS confirmed it
+    slow_confirmed_ns: int | None = None  # the report that confirmed it
+    last_ratio: float = 0.0
+    peak_ratio: float = 0.0
+
+    def add(self, p: Progress) -> bool:
+        """Take one report; True when it started or ended a slowdown."""
+        value = pace_of(p)
+        if value is None or (self.recent and p.ts_ns <= self.recent[-1]):
+            return False
+        self.recent.append(p.ts_ns)
+        del self.recent[:-RECENT_REPORTS]
+        self.seen += 1
+        if self.seen <= WARMUP_REPORTS:
+            return False
+        if len(self.baseline) < BASELINE_REPORTS:
+            self.baseline.append(value)
+            return False
+        ratio = value / self.normal if self.normal else 0.0
+        self.last_ratio = ratio
+        was_slow = self.slow_since_ns is not None
+        if ratio >= SLOW_RATIO:
+            if self.run_start_ns is None:
+                self.run_start_ns = p.ts_ns
+                self.run_len = 0
+            self.run_len += 1
+            if self.run_len == SLOW_REPORTS and not was_slow:
+                self.slow_since_ns, self.slow_confirmed_ns = self.run_start_ns, p.ts_ns
+                self.peak_ratio = ratio
+                return True
+            if was_slow:
+                self.peak_ratio = max(self.peak_ratio, ratio)
+            return False
+        self.run_start_ns, self.run_len = None, 0
+        if was_slow:
+            self.slow_since_ns = self.slow_confirmed_ns = None
+            self.peak_ratio = 0.0
+            return True
+        return False
+
+    @property
+    def normal(self) -> float | None:
+        """The job's normal pace, once the baseline reports are in."""
+        if len(self.baseline) < BASELINE_REPORTS:
+            return None
+        return statistics.median(self.baseline)
+
+    def slow_since(self, upto_ns: int | None = None) -> int | None:
+        """Start of the current slowdown, if it was confirmed by `upto_ns` (None: by now)."""
+        if self.slow_since_ns is None or self.slow_confirmed_ns is None:
+            return None
+        if upto_ns is not None and self.slow_confirmed_ns > upto_ns:
+            return None
+        return self.slow_since_ns
+
+    def interval_ns(self, upto_ns: int | None = None) -> int | None:
+        """The usual time between reports (median), from those seen by `upto_ns`."""
+        times = [t for t in self.recent if upto_ns is None or t <= upto_ns]
+        if len(times) < 3:
+            return None
+        return int(statistics.median(b - a for a, b in itertools.pairwise(times)))
+
+    def overdue_at(self, upto_ns: int | None = None) -> int | None:
+        """When the job, as its reports stood at `upto_ns`, would be overdue; None if unknown."""
+        times = [t for t in self.recent if upto_ns is None or t <= upto_ns]
+        interval = self.interval_ns(upto_ns)
+        if not times or interval is None:
+            return None
+        return times[-1] + max(int(OVERDUE_INTERVALS * interval), int(OVERDUE_MIN_S * NS))
+
+    def stopped(self, now_ns: int) -> int | None:
+        """Time of the last report if the job has been silent too long at `now_ns`, else None."""
+        due = self.overdue_at(now_ns)
+        if due is None or now_ns < due:
+            return None
+        return max(t for t in self.recent if t <= now_ns)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "seen": self.seen,
+            "baseline": self.baseline,
+            "recent": self.recent,
+            "run": [self.run_start_ns, self.run_len],
+            "slow": [self.slow_since_ns, self.slow_confirmed_ns],
+            "ratios": [self.last_ratio, self.peak_ratio],
+        }
+
+    @classmethod
+    def restore(cls, snap: dict[str, Any]) -> Pace:
+        return cls(
+            seen=int(snap["seen"]),
+            baseline=[float(v) for v in snap["baseline"]],
+            recent=[int(t) for t in snap["recent"]],
+            run_start_ns=snap["run"][0],
+            run_len=int(snap["run"][1]),
+            slow_since_ns=snap["slow"][0],
+            slow_confirmed_ns=snap["slow"][1],
+            last_ratio=float(snap["ratios"][0]),
+            peak_ratio=float(snap["ratios"][1]),
+        )
