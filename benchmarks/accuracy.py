@@ -7,7 +7,9 @@ size and every seed: simulate an incident, replay it with the embedded core, and
 job's final verdict against the ground truth (`truth.json`). `--incidents N` spreads N
 incidents evenly over cases x sizes (rounded up) instead of giving `--seeds`. Progress goes to
 stderr. Prints one table per size, an "all sizes" table when more than one size ran, a
-calibration table, and the totals: incidents, wall time, seconds per incident.
+calibration table, and the totals: incidents, wall time, seconds per incident (each size's
+header gives the mean seconds one incident takes in one worker). An incident that raises is
+listed at the end, with where, and makes the exit status 1; the others are still scored.
 
 A job is *affected* when the truth says it stalled or ran slow; the others are healthy. An
 affected job is *fabric* when its culprit is a link or a node (GPU), and *non-fabric* when the
@@ -132,10 +134,9 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
     group = FABRIC if cause in ("link", "node") else NON_FABRIC
     culprit = _culprit(want)
     state_ok = seen == want["state"]
-    if v is None:
-        return JobScore(
-            job_id, group, want["state"], seen, False, False, False, False, False, False, 0.0
-        )
+    if v is None:  # never seen: nothing right, nothing blamed
+        no = False
+        return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, 0.0)
     if group == FABRIC:
         right = culprit is not None and v.cause_kind == cause and _blamed_name(v) == culprit
         names = [(str(c.kind), c.link.link_id if c.link else c.node) for c in v.candidates[:3]]
@@ -438,6 +439,12 @@ def _parse_args() -> argparse.Namespace:
     return args
 
 
+def _where(exc: BaseException) -> str:
+    """Where a worker's exception was raised: the last frame of the remote traceback."""
+    frames = [ln.strip() for ln in str(exc.__cause__ or "").splitlines() if "File " in ln]
+    return f" at {frames[-1]}" if frames else ""
+
+
 def run_all(
     tasks: list[tuple[int, str, int, int]], workers: int
 ) -> tuple[list[Incident], list[str]]:
@@ -452,7 +459,7 @@ def run_all(
                 done.append(fut.result())
             except Exception as exc:  # keep the run going; report what failed at the end
                 n, c, s, _ = futures[fut]
-                failed.append(f"{n} nodes {c} seed {s}: {exc!r}")
+                failed.append(f"{n} nodes {c} seed {s}: {exc!r}{_where(exc)}")
                 progress.step(failed=True)
             else:
                 progress.step()

@@ -39,12 +39,17 @@ def _check_against_truth(verdicts: list[Verdict], truth: dict) -> None:
             assert v.cause_link is not None and v.cause_link.link_id == want["link"]["id"], v
         else:
             assert v.cause_kind == CauseKind.NODE and v.cause_node == want["node"], v
-        assert 0.3 < v.confidence <= 1.0
+        # A gray link on a spine competes with the job's other possible spine links when one of
+        # those shows errors too: nothing tells which carried the job, so confidence is lower.
+        assert (0.2 if want["state"] == "slow" else 0.3) < v.confidence <= 1.0
         assert v.stalled_at_ns is not None and v.decided_at_ns is not None
         # Never decided before the fault (within the one-second resolution of syslog stamps),
-        # and never after the watchdog fired.
-        assert truth["fault_at_ns"] - 10**9 <= v.decided_at_ns <= want["watchdog_at_ns"] + 10**10
-        assert abs(v.stalled_at_ns - want["stalled_at_ns"]) < 60 * 10**9
+        # and never after the watchdog fired (a slowed job has none: within five minutes).
+        fault_at = want["fault_at_ns"]
+        latest = want["watchdog_at_ns"] or fault_at + 300 * 10**9
+        assert fault_at - 10**9 <= v.decided_at_ns <= latest + 10**10
+        began = want["stalled_at_ns"] or want["slow_at_ns"]
+        assert abs(v.stalled_at_ns - began) < 60 * 10**9
 
 
 @pytest.mark.parametrize("seed", [11, 12])
@@ -61,7 +66,7 @@ def test_replay_names_the_simulated_culprit(tmp_path: Path, fault: Fault, seed: 
         assert store.count("link_samples") == report.samples > 100_000
         assert sum(report.dead_letters.values()) == 0
         stalled = store.list_jobs(JobState.STALLED, limit=10, offset=0)
-        assert len(stalled) == (0 if fault is Fault.NONE else 1)
+        assert len(stalled) == sum(j["state"] == "stalled" for j in truth["jobs"].values())
     finally:
         store.close()
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from railtrace.simulate.scenario import NS, TRANSPORT_FAULTS, Fault, Scenario, SimJob
+from railtrace.simulate.scenario import NS, TRANSPORT_FAULTS, Fault, Scenario, SimJob, Strike
 
 BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
 NCCL_VERSION = "2.21.5+cuda12.4"
@@ -84,13 +84,13 @@ def job_logs(sc: Scenario, job: SimJob, rng: random.Random) -> list[LogFile]:
             for channel in range(8):
                 out.extend((t, line) for line in _channel_lines(job, i, gpu, channel))
             out.append((t + NS, f"{r.prefix} INFO ncclCommInitRank {detail} - Init COMPLETE"))
-    last = job.hosts.index(job.hosts[-1])
-    _progress(files[job.hosts[last]], job, sc, rng)
-    if job is sc.affected and job.stalled_ns is not None:
-        _stall(sc, job, files, rng)
+    _progress(files[job.hosts[-1]], job, sc, rng)
+    strike = sc.strike_of(job)
+    if strike is not None and job.stalled_ns is not None:
+        _stall(sc, strike, files, rng)
     result = list(files.values())
-    if job is sc.affected and sc.fault is Fault.GPU_XID and sc.fault_node is not None:
-        result.append(_dmesg(sc, job))
+    if strike is not None and strike.kind is Fault.GPU_XID:
+        result.append(_dmesg(strike))
     return result
 
 
@@ -121,13 +121,16 @@ def _channel_lines(job: SimJob, i: int, gpu: int, channel: int) -> list[str]:
 
 
 def _progress(file: LogFile, job: SimJob, sc: Scenario, rng: random.Random) -> None:
-    """Megatron-style iteration lines from the last rank until the job hangs."""
+    """Megatron-style iteration lines from the last rank until the job hangs, printed every ten
+    iterations with their mean time; a slowed job's iterations take `slowdown` times as long."""
     t = job.started_ns + 20 * NS
     stop = job.stalled_ns if job.stalled_ns is not None else sc.end_ns
     it = 0
     while t < stop:
         it += 10
         ms = 950 + rng.uniform(-20, 20)
+        if job.slowed_ns is not None and t >= job.slowed_ns:
+            ms *= job.slowdown
         file.lines.append(
             (
                 t,
@@ -139,11 +142,12 @@ def _progress(file: LogFile, job: SimJob, sc: Scenario, rng: random.Random) -> N
         t += int(ms * 10 * 1_000_000)
 
 
-def _stall(sc: Scenario, job: SimJob, files: dict[str, LogFile], rng: random.Random) -> None:
-    assert job.stalled_ns is not None and sc.fault_at_ns is not None
+def _stall(sc: Scenario, strike: Strike, files: dict[str, LogFile], rng: random.Random) -> None:
+    job = strike.job
+    assert job.stalled_ns is not None
     seq = 4000 + rng.randrange(5000)
-    if sc.fault in TRANSPORT_FAULTS and sc.fault_link is not None:
-        lid = sc.fault_link.link_id
+    if strike.kind in TRANSPORT_FAULTS and strike.link is not None:
+        lid = strike.link.link_id
         for flow in job.flows:
             if lid not in flow.path:
                 continue
@@ -153,7 +157,7 @@ def _stall(sc: Scenario, job: SimJob, files: dict[str, LogFile], rng: random.Ran
                 (dst_i, flow.channel, flow.src),
             ):
                 r = _Rank(job, here, gpu)
-                t = sc.fault_at_ns + (18 + rng.randrange(20)) * NS + rng.randrange(NS)
+                t = strike.at_ns + (18 + rng.randrange(20)) * NS + rng.randrange(NS)
                 peer_ip = sc.address[peer]
                 local_ip = sc.address[sc.design.nic(sc.design.hosts.index(r.host), flow.channel)]
                 files[r.host].lines.append(
@@ -168,8 +172,8 @@ def _stall(sc: Scenario, job: SimJob, files: dict[str, LogFile], rng: random.Ran
                     )
                 )
     dead = None
-    if sc.fault is Fault.GPU_XID and sc.fault_node is not None and sc.fault_gpu is not None:
-        dead = job.hosts.index(sc.fault_node) * 8 + sc.fault_gpu
+    if strike.node is not None and strike.gpu is not None:
+        dead = job.hosts.index(strike.node) * 8 + strike.gpu
     timeout_ms = sc.watchdog_s * 1000
     for i, host in enumerate(job.hosts):
         for gpu in range(8):
@@ -192,31 +196,30 @@ def _stall(sc: Scenario, job: SimJob, files: dict[str, LogFile], rng: random.Ran
             )
 
 
-def _dmesg(sc: Scenario, job: SimJob) -> LogFile:
-    assert sc.fault_node is not None and sc.fault_gpu is not None and sc.fault_at_ns is not None
-    f = LogFile(job.job_id, f"{sc.fault_node}.dmesg")
-    t = sc.fault_at_ns
-    bus = BUS_IDS[sc.fault_gpu][:2]
+def _dmesg(strike: Strike) -> LogFile:
+    node, gpu, t = strike.node, strike.gpu, strike.at_ns
+    assert node is not None and gpu is not None
+    f = LogFile(strike.job.job_id, f"{node}.dmesg")
+    bus = BUS_IDS[gpu][:2]
     stamp = _dt(t).strftime("%b %e %H:%M:%S")
     f.lines.append(
         (
             t - 300 * NS,
-            f"{_dt(t - 300 * NS):%b %e %H:%M:%S} {sc.fault_node} kernel: "
+            f"{_dt(t - 300 * NS):%b %e %H:%M:%S} {node} kernel: "
             "mlx5_core 0000:0c:00.0: mlx5e_open: port module event",
         )
     )
     f.lines.append(
         (
             t,
-            f"{stamp} {sc.fault_node} kernel: NVRM: Xid (PCI:0000:{bus}:00): 79, "
+            f"{stamp} {node} kernel: NVRM: Xid (PCI:0000:{bus}:00): 79, "
             "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
         )
     )
     f.lines.append(
         (
             t,
-            f"{stamp} {sc.fault_node} kernel: NVRM: GPU 0000:{bus}:00.0: "
-            "GPU has fallen off the bus.",
+            f"{stamp} {node} kernel: NVRM: GPU 0000:{bus}:00.0: GPU has fallen off the bus.",
         )
     )
     return f

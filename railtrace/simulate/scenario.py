@@ -24,9 +24,16 @@ FLOW_RATE = 45e9
 
 
 class Fault(StrEnum):
-    """What goes wrong. `app-hang` stalls a job for a reason outside the fabric (a deadlock in
-    the training code, a stuck data loader): nothing on the links or GPUs explains it, and a
-    link elsewhere goes down at the same moment, so the only right verdict is `unknown`."""
+    """What goes wrong.
+
+    `app-hang` stalls a job for a reason outside the fabric (a deadlock in the training code, a
+    stuck data loader): nothing on the links or GPUs explains it, and a link elsewhere goes
+    down at the same moment, so the only right verdict is `unknown`. `gray` is a link that
+    stays up but corrupts a small share of frames: the job slows down and never hangs.
+    `pfc-storm` is a NIC that stops draining its queue: its pauses spread upstream through the
+    leaf and the spines, so many ports see storms while one is the source. `several` strikes
+    two jobs at once with different faults.
+    """
 
     LINK_DOWN = "link-down"
     FLAP = "flap"
@@ -34,12 +41,19 @@ class Fault(StrEnum):
     PFC_STORM = "pfc-storm"
     NIC_DOWN = "nic-down"
     GPU_XID = "gpu-xid"
+    GRAY = "gray"
     APP_HANG = "app-hang"
+    SEVERAL = "several"
     NONE = "none"
 
 
 #: Faults that the affected job's NICs see as transport errors against a peer.
 TRANSPORT_FAULTS = frozenset({Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN})
+#: Faults that slow a job down rather than stop it.
+SLOWING_FAULTS = frozenset({Fault.GRAY})
+#: What `several` draws from: one fault for the first job, another for the second.
+SEVERAL_FIRST = (Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN)
+SEVERAL_SECOND = (Fault.LINK_DOWN, Fault.CRC_BURST, Fault.GPU_XID, Fault.GRAY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +73,8 @@ class SimJob:
     flows: list[SimFlow] = field(default_factory=list)
     started_ns: int = 0
     stalled_ns: int | None = None  # start of the collective that never finished
+    slowed_ns: int | None = None  # from when its steps take `slowdown` times as long
+    slowdown: float = 1.0
 
     @property
     def ranks(self) -> int:
@@ -75,6 +91,18 @@ class Anomaly:
 
 
 @dataclass(slots=True)
+class Strike:
+    """One fault and the job it hits: on a link (`link`), or on a GPU of a node (`node`)."""
+
+    kind: Fault
+    job: SimJob
+    at_ns: int
+    link: LinkRef | None = None
+    node: str | None = None
+    gpu: int | None = None
+
+
+@dataclass(slots=True)
 class Scenario:
     seed: int
     fault: Fault
@@ -85,13 +113,33 @@ class Scenario:
     end_ns: int
     sample_s: int
     watchdog_s: int
-    fault_at_ns: int | None = None
-    fault_link: LinkRef | None = None
-    fault_node: str | None = None
-    fault_gpu: int | None = None
-    affected: SimJob | None = None
+    strikes: list[Strike] = field(default_factory=list)
     unrelated: list[Anomaly] = field(default_factory=list)
     address: dict[Endpoint, str] = field(default_factory=dict)
+
+    # The first strike, which every case but `none` has: what most callers ask about.
+    @property
+    def fault_at_ns(self) -> int | None:
+        return self.strikes[0].at_ns if self.strikes else None
+
+    @property
+    def fault_link(self) -> LinkRef | None:
+        return self.strikes[0].link if self.strikes else None
+
+    @property
+    def fault_node(self) -> str | None:
+        return self.strikes[0].node if self.strikes else None
+
+    @property
+    def fault_gpu(self) -> int | None:
+        return self.strikes[0].gpu if self.strikes else None
+
+    @property
+    def affected(self) -> SimJob | None:
+        return self.strikes[0].job if self.strikes else None
+
+    def strike_of(self, job: SimJob) -> Strike | None:
+        return next((s for s in self.strikes if s.job is job), None)
 
 
 def _place_jobs(rng: random.Random, design: ReferenceDesign) -> list[list[str]]:
@@ -99,7 +147,13 @@ def _place_jobs(rng: random.Random, design: ReferenceDesign) -> list[list[str]]:
     n = len(design.hosts)
     big = max(2, n // 4)
     small = max(2, n // 8)
-    boundary = SU_NODES * rng.randrange(1, max(2, n // SU_NODES)) if n > SU_NODES else n // 2
+    # A boundary between scalable units that the first job fits around.
+    fits = [
+        SU_NODES * k
+        for k in range(1, n // SU_NODES)
+        if SU_NODES * k - big // 2 >= 0 and SU_NODES * k + big - big // 2 <= n
+    ]
+    boundary = rng.choice(fits) if fits else n // 2
     first = list(range(boundary - big // 2, boundary + big - big // 2))
     free = [i for i in range(n) if i not in set(first)]
     offset = rng.randrange(0, max(1, len(free) - big - small))
@@ -137,7 +191,7 @@ def plan_scenario(
             hosts=hosts,
             comm_id=f"0x{rng.getrandbits(64):016x}",
             base_pid=10_000 + rng.randrange(50_000),
-            started_ns=start_ns + (5 + 3 * j) * NS,
+            started_ns=start_ns - (300 - 3 * j) * NS,  # running for minutes already
         )
         job.flows = _ring_flows(rng, paths, hosts)
         jobs.append(job)
@@ -146,35 +200,53 @@ def plan_scenario(
         for rail in range(design.rails):
             sc.address[Endpoint(host, f"mlx5_{rail}")] = f"10.{rail}.{h // 250}.{h % 250 + 1}"
     used = {lid for job in jobs for flow in job.flows for lid in flow.path}
-    if fault is not Fault.NONE:
-        _strike(rng, sc, jobs[0], used)
+    at = start_ns + (100 + rng.randrange(40)) * NS + rng.randrange(NS)
+    if fault is Fault.SEVERAL and len(jobs) > 1:
+        # Each fault stays off the other job's links, so each job has one culprit.
+        links = [{lid for flow in job.flows for lid in flow.path} for job in jobs[:2]]
+        _strike(rng, sc, rng.choice(SEVERAL_FIRST), jobs[0], at, links[1])
+        second_at = at + rng.randrange(0, 20 * NS)
+        _strike(rng, sc, rng.choice(SEVERAL_SECOND), jobs[1], second_at, links[0])
+    elif fault not in (Fault.NONE, Fault.SEVERAL):
+        _strike(rng, sc, fault, jobs[0], at, set())
     _add_unrelated(rng, sc, used)
     last = max([sc.start_ns + 240 * NS] + [a.at_ns + 60 * NS for a in sc.unrelated])
-    if sc.affected is not None and sc.affected.stalled_ns is not None:
-        last = max(last, sc.affected.stalled_ns + (watchdog_s + 45) * NS)
+    for strike in sc.strikes:
+        if strike.job.stalled_ns is not None:
+            last = max(last, strike.job.stalled_ns + (watchdog_s + 45) * NS)
+        if strike.job.slowed_ns is not None:
+            last = max(last, strike.job.slowed_ns + 300 * NS)
     sc.end_ns = last
     return sc
 
 
-def _strike(rng: random.Random, sc: Scenario, job: SimJob, used: set[str]) -> None:
-    sc.affected = job
-    sc.fault_at_ns = sc.start_ns + (100 + rng.randrange(40)) * NS + rng.randrange(NS)
-    # The collective that hangs was launched a moment before the fault hit.
-    job.stalled_ns = sc.fault_at_ns - rng.randrange(50, 900) * 1_000_000
-    if sc.fault is Fault.GPU_XID:
-        sc.fault_node = rng.choice(job.hosts)
-        sc.fault_gpu = rng.randrange(8)
-        return
-    if sc.fault is Fault.APP_HANG:
-        return
-    host_links = sorted({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows})
-    fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]})
-    if sc.fault in (Fault.NIC_DOWN, Fault.PFC_STORM) or not fabric_links or rng.random() < 0.5:
+def _strike(
+    rng: random.Random, sc: Scenario, kind: Fault, job: SimJob, at: int, avoid: set[str]
+) -> Strike:
+    """Put a fault of `kind` on `job` at `at`; a link fault goes on a link the job's flows
+    were hashed onto, and not on one in `avoid` (another struck job's links)."""
+    strike = Strike(kind, job, at)
+    sc.strikes.append(strike)
+    if kind in SLOWING_FAULTS:
+        job.slowed_ns = at
+        job.slowdown = 1.3 + 0.5 * rng.random()
+    elif kind is not Fault.NONE:
+        # The collective that hangs was launched a moment before the fault hit.
+        job.stalled_ns = at - rng.randrange(50, 900) * 1_000_000
+    if kind is Fault.GPU_XID:
+        strike.node = rng.choice(job.hosts)
+        strike.gpu = rng.randrange(8)
+        return strike
+    if kind is Fault.APP_HANG:
+        return strike
+    host_links = sorted(({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows}) - avoid)
+    fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]} - avoid)
+    if kind in (Fault.NIC_DOWN, Fault.PFC_STORM) or not fabric_links or rng.random() < 0.5:
         lid = rng.choice(host_links)
     else:
         lid = rng.choice(fabric_links)
-    sc.fault_link = sc.fabric.links[lid]
-    assert lid in used
+    strike.link = sc.fabric.links[lid]
+    return strike
 
 
 def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:
@@ -191,6 +263,6 @@ def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:
     for _ in range(3):
         at = sc.start_ns + (30 + rng.randrange(400)) * NS
         sc.unrelated.append(Anomaly(rng.choice(kinds), sc.fabric.links[rng.choice(idle)], at))
-    if sc.fault is Fault.APP_HANG and sc.fault_at_ns is not None:
+    if any(strike.kind is Fault.APP_HANG for strike in sc.strikes) and sc.fault_at_ns is not None:
         at = sc.fault_at_ns + rng.randrange(1, 5) * NS
         sc.unrelated.append(Anomaly(Fault.LINK_DOWN, sc.fabric.links[rng.choice(idle)], at))

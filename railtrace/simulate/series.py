@@ -53,9 +53,14 @@ class _Effects:
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.state_changes: dict[Endpoint, list[tuple[int, bool]]] = {}
+        self._ports: dict[str, list[tuple[Endpoint, str]]] | None = None
         self.troubles: list[tuple[Fault, LinkRef, int, bool]] = []  # kind, link, at, is_fault
-        if sc.fault_link is not None and sc.fault_at_ns is not None:
-            self.troubles.append((sc.fault, sc.fault_link, sc.fault_at_ns, True))
+        for strike in sc.strikes:
+            if strike.link is not None:
+                self.troubles.append((strike.kind, strike.link, strike.at_ns, True))
+        rng = random.Random(f"effects-{sc.seed}-{sc.fault}")
+        # Per port: (from, until, extra counter rates) of the troubles that touch it.
+        self.rates: dict[Endpoint, list[tuple[int, int | None, dict[str, float]]]] = {}
         for anomaly in sc.unrelated:
             self.troubles.append((anomaly.kind, anomaly.link, anomaly.at_ns, False))
         for kind, link, at, is_fault in self.troubles:
@@ -67,9 +72,66 @@ class _Effects:
             elif kind is Fault.FLAP:
                 changes = _flap_schedule(at)
             else:
+                self._counters(kind, link, at, ends, rng)
                 continue
             for end in ends:
                 self.state_changes.setdefault(end, []).extend(changes)
+
+    def _counters(
+        self, kind: Fault, link: LinkRef, at: int, ends: list[Endpoint], rng: random.Random
+    ) -> None:
+        if kind is Fault.CRC_BURST:
+            burst = {"in_fcs_errors": 3000.0, "in_errors": 3000.0, "fec_uncorrectable": 400.0}
+            for end in ends:
+                self._add(end, at, at + 90 * NS, **burst)
+        elif kind is Fault.GRAY:
+            # A few corrupted frames a second: RDMA retransmits them, so the link stays up
+            # and NCCL never complains, but every retransmit stalls the ring.
+            fcs = 5.0 + 45.0 * rng.random()
+            fec = 1.0 + 9.0 * rng.random()
+            for end in ends:
+                self._add(end, at, in_fcs_errors=fcs, in_errors=fcs, fec_uncorrectable=fec)
+        elif kind is Fault.PFC_STORM:
+            self._pfc_spread(link, at)
+
+    def _add(self, port: Endpoint, start: int, until: int | None = None, **rates: float) -> None:
+        self.rates.setdefault(port, []).append((start, until, rates))
+
+    def _pfc_spread(self, link: LinkRef, at: int) -> None:
+        """A NIC stops draining: it pauses its leaf port, the leaf pauses everything feeding it
+        (its spines and its other hosts), and the spines, filling up, pause their other leaves.
+        Every one of those ports sees a storm; only the leaf port facing the NIC is the source."""
+        fabric = self.sc.fabric
+        leaf = link.a if fabric.role(link.a.device) == Role.LEAF else link.b
+        self._add(leaf, at, pfc_rx=2.0e6)
+        for port, _ in self.ports_of(leaf.device):
+            if port == leaf:
+                continue
+            far = self.peer_port(port)
+            upstream = fabric.role(far.device) != Role.HOST
+            self._add(port, at + NS, pfc_tx=6.0e4 if upstream else 3.0e4)
+            if not upstream:
+                continue
+            self._add(far, at + NS, pfc_rx=6.0e4)  # the spine is paused by the leaf: a victim
+            for spine_port, _ in self.ports_of(far.device):
+                if spine_port == far:
+                    continue
+                other = self.peer_port(spine_port)
+                if fabric.role(other.device) == Role.SUPER_SPINE:
+                    continue
+                self._add(spine_port, at + 3 * NS, pfc_tx=2.0e4)
+                self._add(other, at + 3 * NS, pfc_rx=2.0e4)  # other leaves, paused by the spine
+
+    def ports_of(self, device: str) -> list[tuple[Endpoint, str]]:
+        if self._ports is None:
+            self._ports = {}
+            for ep, lid in self.sc.fabric.link_at.items():
+                self._ports.setdefault(ep.device, []).append((ep, lid))
+        return self._ports.get(device, [])
+
+    def peer_port(self, port: Endpoint) -> Endpoint:
+        ref = self.sc.fabric.links[self.sc.fabric.link_at[port]]
+        return ref.b if ref.a == port else ref.a
 
     def is_up(self, port: Endpoint, t: int) -> bool:
         up = True
@@ -78,41 +140,25 @@ class _Effects:
                 up = state
         return up
 
-    def extra(self, port: Endpoint, lid: str, t: int) -> dict[str, float]:
-        out = {
-            "in_errors": 0.0,
-            "in_fcs_errors": 0.0,
-            "fec_uncorrectable": 0.0,
-            "pfc_rx": 0.0,
-            "pfc_tx": 0.0,
-        }
-        for kind, link, at, _ in self.troubles:
-            if t < at:
-                continue
-            if kind is Fault.CRC_BURST and link.link_id == lid and t < at + 90 * NS:
-                out["in_fcs_errors"] += 3000.0
-                out["in_errors"] += 3000.0
-                out["fec_uncorrectable"] += 400.0
-            elif kind is Fault.PFC_STORM:
-                leaf = link.a if self.sc.fabric.role(link.a.device) == Role.LEAF else link.b
-                if port == leaf:
-                    out["pfc_rx"] += 2.0e6  # the stuck NIC pauses its leaf port
-                elif (
-                    port.device == leaf.device
-                    and self.sc.fabric.role(_peer(self.sc, port)) != Role.HOST
-                ):
-                    out["pfc_tx"] += 900.0  # the leaf passes some back-pressure upstream
+    def extra(self, port: Endpoint, t: int) -> dict[str, float]:
+        """Extra counter rates (per second) the troubles add at `port` at `t`."""
+        out = dict.fromkeys(
+            ("in_errors", "in_fcs_errors", "fec_uncorrectable", "pfc_rx", "pfc_tx"), 0.0
+        )
+        for start, end, rates in self.rates.get(port, ()):
+            if start <= t and (end is None or t < end):
+                for name, rate in rates.items():
+                    out[name] += rate
         return out
 
 
-def _peer(sc: Scenario, port: Endpoint) -> str:
-    ref = sc.fabric.links[sc.fabric.link_at[port]]
-    return ref.b.device if ref.a == port else ref.a.device
+Load = tuple[float, int | None, int, int | None, float]
 
 
-def _traffic(sc: Scenario) -> dict[Endpoint, list[tuple[float, int | None, int]]]:
-    """Per switch port: (bytes/s, stop time, direction 0=in 1=out) of every flow crossing it."""
-    loads: dict[Endpoint, list[tuple[float, int | None, int]]] = {}
+def _traffic(sc: Scenario) -> dict[Endpoint, list[Load]]:
+    """Per switch port: (bytes/s, stop time, direction 0=in 1=out, slowed from, slowdown) of
+    every flow crossing it."""
+    loads: dict[Endpoint, list[Load]] = {}
     for job in sc.jobs:
         stop = None if job.stalled_ns is None else job.stalled_ns + NS
         for flow in job.flows:
@@ -122,7 +168,9 @@ def _traffic(sc: Scenario) -> dict[Endpoint, list[tuple[float, int | None, int]]
                 near, far = (ref.a, ref.b) if ref.a.device == here else (ref.b, ref.a)
                 for port, direction in ((near, 1), (far, 0)):
                     if sc.fabric.role(port.device) != Role.HOST:
-                        loads.setdefault(port, []).append((FLOW_RATE, stop, direction))
+                        loads.setdefault(port, []).append(
+                            (FLOW_RATE, stop, direction, job.slowed_ns, job.slowdown)
+                        )
                 here = far.device
     return loads
 
@@ -155,15 +203,15 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
     step = sc.sample_s * NS
     for k in range(1, (sc.end_ns - sc.start_ns) // step + 1):
         tick = sc.start_ns + k * step
-        for port, lid in ports:
+        for port, _ in ports:
             t = tick + jitter[port.device]
             c = counters[port]
             up = effects.is_up(port, t)
             rates = [IDLE_RATE, IDLE_RATE]
-            for rate, stop, direction in loads.get(port, ()):
+            for rate, stop, direction, slowed, slowdown in loads.get(port, ()):
                 if stop is None or t < stop:
-                    rates[direction] += rate
-            extra = effects.extra(port, lid, t)
+                    rates[direction] += rate if slowed is None or t < slowed else rate / slowdown
+            extra = effects.extra(port, t)
             if not up:
                 rates = [0.0, 0.0]
             noise = 1.0 + rng.uniform(-0.03, 0.03)

@@ -57,19 +57,26 @@ def truth(sc: Scenario) -> dict[str, Any]:
     """What really happened, for scoring verdicts; never read by replay."""
     jobs = {}
     for job in sc.jobs:
-        affected = job is sc.affected
+        strike = sc.strike_of(job)
+        state = "healthy"
+        if job.stalled_ns is not None:
+            state = "stalled"
+        elif job.slowed_ns is not None:
+            state = "slow"
+        cause = None
+        if strike is not None:
+            cause = "node" if strike.node else "link" if strike.link else "unknown"
         jobs[job.job_id] = {
             "hosts": len(job.hosts),
             "ranks": job.ranks,
-            "state": "stalled" if affected else "healthy",
-            "cause": (
-                ("node" if sc.fault_node else "link" if sc.fault_link else "unknown")
-                if affected
-                else None
-            ),
-            "link": _link_json(sc.fault_link) if affected else None,
-            "node": sc.fault_node if affected else None,
+            "state": state,
+            "fault": str(strike.kind) if strike else None,
+            "cause": cause,
+            "link": _link_json(strike.link) if strike else None,
+            "node": strike.node if strike else None,
+            "fault_at_ns": strike.at_ns if strike else None,
             "stalled_at_ns": job.stalled_ns,
+            "slow_at_ns": job.slowed_ns,
             "watchdog_at_ns": (
                 job.stalled_ns + sc.watchdog_s * 1_000_000_000
                 if job.stalled_ns is not None

@@ -248,37 +248,67 @@ class Correlator:
             hi = min(hi, upto_ns)
         events = {lid: hits for lid in weights if (hits := self.history.between(lid, lo, hi))}
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
-        obs = Observations(weights, events, seen, self._pfc_victims(events, lo, hi))
+        victims, sources = self._pfc_spread(events, lo, hi)
+        obs = Observations(weights, events, seen, victims, sources)
         return build_verdict(
             job.view, obs, self.fabric, self.window, since, upto_ns, state, pace_evidence
         )
 
-    def _pfc_victims(
+    def _pfc_spread(
         self, events: dict[str, list[LinkEvent]], lo: int, hi: int
-    ) -> dict[str, tuple[int, str]]:
-        """Links whose PFC storm a switch passed on: the switch sending the pauses is itself
-        paused on another port in the same window, so the storm started further on."""
-        out: dict[str, tuple[int, str]] = {}
-        for lid, hits in events.items():
-            ref = self.fabric.links[lid]
+    ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, str]]]:
+        """Victims and sources of spreading PFC pauses among the job's links.
+
+        A link is a victim when the switch sending its pauses is itself paused on another
+        port in the same window: the storm started further on. Following those pauses from
+        switch to switch ends at the source: a port paused by a host NIC, or by a switch that
+        nobody pauses. A source among the job's links is returned with the victims it explains.
+        """
+        victims: dict[str, tuple[int, str]] = {}
+        sources: dict[str, tuple[int, str]] = {}
+        for lid, hits in sorted(events.items()):
             for e in hits:
                 if e.kind != LinkEventKind.PFC_STORM:
                     continue
-                here = Endpoint(e.device, e.interface)
-                pauser = ref.b if ref.a == here else ref.a
-                if self.fabric.role(pauser.device) in (None, Role.HOST):
+                cause = self._paused_elsewhere(self._pauser(lid, e), lo, hi)
+                if cause is None:
                     continue
-                cause = self._paused_elsewhere(pauser, lo, hi)
-                if cause is not None:
-                    out[lid] = (
+                victims[lid] = (
+                    e.ts_ns,
+                    f"{cause.device} sends these pauses because it is itself paused on "
+                    f"{cause.interface} ({cause.detail}): a victim, not the source",
+                )
+                source = self._spread_source(cause, lo, hi)
+                if source is not None and source in events and source not in sources:
+                    sources[source] = (
                         e.ts_ns,
-                        f"{pauser.device} sends these pauses because it is itself paused on "
-                        f"{cause.interface} ({cause.detail}): a victim, not the source",
+                        f"the pauses seen on {lid} and the job's other links spread from here",
                     )
-                    break
-        return out
+                break
+        return victims, sources
+
+    def _pauser(self, lid: str, e: LinkEvent) -> Endpoint:
+        """The far end of the link from the port that reported being paused."""
+        ref = self.fabric.links[lid]
+        return ref.b if ref.a == Endpoint(e.device, e.interface) else ref.a
+
+    def _spread_source(self, storm: LinkEvent, lo: int, hi: int) -> str | None:
+        """Follow pauses upstream from `storm` until a port nobody pauses further on."""
+        seen: set[str] = set()
+        while True:
+            lid = self.fabric.link_at.get(Endpoint(storm.device, storm.interface))
+            if lid is None or lid in seen:
+                return None
+            seen.add(lid)
+            cause = self._paused_elsewhere(self._pauser(lid, storm), lo, hi)
+            if cause is None:
+                return lid
+            storm = cause
 
     def _paused_elsewhere(self, port: Endpoint, lo: int, hi: int) -> LinkEvent | None:
+        """A storm of pauses received by `port`'s switch on another of its ports."""
+        if self.fabric.role(port.device) in (None, Role.HOST):
+            return None
         if self._ports is None:
             self._ports = {}
             for ep, lid in self.fabric.link_at.items():

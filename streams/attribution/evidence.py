@@ -77,6 +77,10 @@ def pfc_victim(ts_ns: int, link_id: str, why: str) -> Evidence:
     return Evidence(ts_ns, "gnmi", "pfc-victim", link_id, why)
 
 
+def pfc_source(ts_ns: int, link_id: str, why: str) -> Evidence:
+    return Evidence(ts_ns, "gnmi", "pfc-source", link_id, why)
+
+
 def of_fact(fact: JobFact) -> Evidence | None:
     """The timeline line of a job fact that is an event; None for the job's structure (ranks,
     channels, NICs), which explains a verdict but did not happen at a moment."""

@@ -19,7 +19,7 @@ from railtrace.streams.records import Progress
 #: make them slow on a healthy job.
 WARMUP_REPORTS = 2
 #: Reports after the warm-up whose median is the job's normal pace.
-BASELINE_REPORTS = 12
+BASELINE_REPORTS = 8
 #: A report at least this much slower than normal is a slow one.
 SLOW_RATIO = 1.2
 #: Consecutive slow reports that make a slowdown: one or two are a hiccup (an evaluation pass,

@@ -29,6 +29,15 @@ KIND_WEIGHT: dict[LinkEventKind, float] = {
     LinkEventKind.UP: 0.0,
 }
 
+#: For a job that slowed down rather than stopped, what differs from KIND_WEIGHT: a link that
+#: went down stops what it carries, so it slows a job only while traffic moves elsewhere,
+#: while errors at a low rate are exactly how a gray link slows one.
+SLOW_KIND_WEIGHT: dict[LinkEventKind, float] = {
+    LinkEventKind.DOWN: 0.4,
+    LinkEventKind.FLAP: 0.6,
+    LinkEventKind.TRAFFIC_DROP: 0.0,
+}
+
 #: Xid codes (NVIDIA's Xid catalogue) by how surely they stop a GPU taking part in collectives.
 XID_WEIGHT: dict[int, float] = {
     79: 1.0,  # GPU has fallen off the bus
@@ -60,15 +69,16 @@ MAGNITUDE_REFERENCE: dict[LinkEventKind, float] = {
 }
 
 
-def kind_weight(kind: LinkEventKind, value: float) -> float:
-    """Weight of one anomaly, with its magnitude where it has one, capped at 1.
+def kind_weight(kind: LinkEventKind, value: float, slow: bool = False) -> float:
+    """Weight of one anomaly, with its magnitude where it has one, capped at 1; `slow` when
+    it is to explain a slowdown rather than a stall.
 
     >>> kind_weight(LinkEventKind.PFC_STORM, 5000.0), kind_weight(LinkEventKind.PFC_STORM, 5e6)
     (0.45, 0.675)
-    >>> kind_weight(LinkEventKind.DOWN, 0.0)
-    1.0
+    >>> kind_weight(LinkEventKind.DOWN, 0.0), kind_weight(LinkEventKind.DOWN, 0.0, slow=True)
+    (1.0, 0.4)
     """
-    base = KIND_WEIGHT[kind]
+    base = SLOW_KIND_WEIGHT.get(kind, KIND_WEIGHT[kind]) if slow else KIND_WEIGHT[kind]
     ref = MAGNITUDE_REFERENCE.get(kind)
     if ref is None or value <= ref:
         return base
@@ -94,6 +104,10 @@ IDLE_MEMBER_FACTOR = 0.3
 #: another port is a victim of that spread; its storm is scaled by this, so the port where the
 #: pauses start (paused by a host NIC, or by a switch nobody pauses) is the one blamed.
 PFC_VICTIM_FACTOR = 0.25
+#: The port where such a spread starts, found by following the pauses back from the victims
+#: among the job's links, gains this factor: many victims pointing at one port is strong
+#: evidence that its peer (usually a NIC that stopped draining) is the cause.
+PFC_SOURCE_BOOST = 1.4
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
     IDLE_MEMBER_FACTOR,
+    PFC_SOURCE_BOOST,
     PFC_VICTIM_FACTOR,
     XID_STALL_THRESHOLD,
     XID_WEIGHT,
@@ -42,6 +43,8 @@ from railtrace.topology.fabric import Fabric
 MIN_BLAME_SCORE = 0.2
 MAX_CANDIDATES = 5
 MAX_EVIDENCE = 12
+#: Anomalies that a link shows because of trouble elsewhere (see `_link_candidate`).
+CONSEQUENCES = frozenset({LinkEventKind.TRAFFIC_DROP, LinkEventKind.PFC_PAUSING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,8 @@ class Observations:
     corroborated: dict[str, int]
     #: link id -> (time, why) for links whose PFC storm was passed on from elsewhere
     pfc_victims: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: link id -> (time, why) for links where a PFC storm seen on others started
+    pfc_sources: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def xid_weight(xid: int) -> float:
@@ -91,13 +96,15 @@ def _link_candidate(
     window: TimeWindow,
     stalled_at: int,
     traffic_seen: bool,
+    slow: bool = False,
 ) -> Candidate | None:
     """`traffic_seen`: some link of the job lost its traffic when the job stopped, so the
-    telemetry reports rates, and a member that lost none was not carrying the job."""
+    telemetry reports rates, and a member that lost none was not carrying the job. `slow`:
+    the candidate is to explain a slowdown, not a stall."""
     victim = obs.pfc_victims.get(lid)
     scored = [
         (
-            kind_weight(e.kind, e.value)
+            kind_weight(e.kind, e.value, slow)
             * window.factor(e.ts_ns, stalled_at)
             * (PFC_VICTIM_FACTOR if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
             e,
@@ -109,12 +116,15 @@ def _link_candidate(
         return None
     crossing = obs.weights.get(lid, 0.0)
     carried = any(e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at for _, e in scored)
-    # A link's traffic dropping is one observation however many ends and directions report
-    # it, and a consequence of any hang: counted once, it cannot add up to a blame.
-    drops = [s for s, e in scored if e.kind == LinkEventKind.TRAFFIC_DROP]
-    score = combine(
-        [s for s, e in scored if e.kind != LinkEventKind.TRAFFIC_DROP] + [max(drops, default=0.0)]
-    )
+
+    # Consequences of trouble elsewhere (traffic that stopped with the job, pauses sent or
+    # passed on) are counted once, however many ends and directions report them: they show
+    # the link was caught up in the stall, and cannot add up to a blame.
+    def consequence(e: LinkEvent) -> bool:
+        return e.kind in CONSEQUENCES or (victim is not None and e.kind == LinkEventKind.PFC_STORM)
+
+    knock_on = [s for s, e in scored if consequence(e)]
+    score = combine([s for s, e in scored if not consequence(e)] + [max(knock_on, default=0.0)])
     if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
     elif crossing < 1.0 and traffic_seen:
@@ -126,6 +136,9 @@ def _link_candidate(
     ]
     if victim is not None:
         evidence.append(as_evidence.pfc_victim(victim[0], lid, victim[1]))
+    if (source := obs.pfc_sources.get(lid)) is not None:
+        score = min(1.0, score * PFC_SOURCE_BOOST)
+        evidence.append(as_evidence.pfc_source(source[0], lid, source[1]))
     if lid in obs.corroborated:
         score = min(1.0, score * CORROBORATION_BOOST)
         evidence.append(
@@ -214,7 +227,14 @@ def build_verdict(
         for lid in sorted(obs.events)
         if (
             c := _link_candidate(
-                lid, obs.events[lid], obs, fabric, window, stalled_at, traffic_seen
+                lid,
+                obs.events[lid],
+                obs,
+                fabric,
+                window,
+                stalled_at,
+                traffic_seen,
+                state == JobState.SLOW,
             )
         )
     ]
