@@ -268,6 +268,26 @@ class XidEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class NicEvent:
+    """A host's kernel on one of its RDMA NICs (mlx5): its port went down or up, or the device
+    itself failed (firmware health, fatal error). What only the host side can tell: a switch
+    sees a port go down whichever end failed.
+
+    `netdev` is the interface the kernel named ("" when it named only the PCI function);
+    `state` is "down", "up" or "failed".
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str
+    pci: str
+    netdev: str
+    state: str
+    detail: str
+    origin: LogOrigin
+
+
+@dataclass(frozen=True, slots=True)
 class RasReport:
     """A line of an NCCL RAS report naming ranks or nodes that are unresponsive or missing."""
 
@@ -294,6 +314,8 @@ class Progress:
     step_ms: float | None
     tokens_per_s: float | None
     origin: LogOrigin
+    #: The step the run ends at, when the line says (Megatron's `iteration N/ total`).
+    total_steps: int | None = None
 
 
 JobFact = (
@@ -306,6 +328,7 @@ JobFact = (
     | XidEvent
     | RasReport
     | Progress
+    | NicEvent
 )
 
 
@@ -330,6 +353,17 @@ class JobState(StrEnum):
     SLOW = "slow"
     HEALTHY = "healthy"
     UNKNOWN = "unknown"
+
+
+class Diagnosis(StrEnum):
+    """Which side of a culprit failed: what the engineer sends someone to fix."""
+
+    HOST_NIC = "host-nic"  # the host's NIC failed (its kernel reports the device unhealthy)
+    SWITCH_PORT = "switch-port"  # the link went down at the switch with a healthy NIC
+    OPTIC = "optic"  # a transceiver or cable dying: receive power fell
+    LINK_ERRORS = "link-errors"  # the link stays up but corrupts frames (cable, optic, port)
+    PFC_SOURCE = "pfc-source"  # the device past this link stopped draining: pauses spread
+    GPU = "gpu"  # a GPU of the node failed (Xid)
 
 
 class CauseKind(StrEnum):
@@ -442,3 +476,5 @@ class Verdict:
     evidence: tuple[Evidence, ...] = ()
     ranks: int = 0
     hosts: int = 0
+    #: Which part failed, as far as the evidence tells (see `Diagnosis`); "" when unknown.
+    diagnosis: str = ""

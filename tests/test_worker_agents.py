@@ -276,6 +276,12 @@ def decoded(messages: list[Sent]) -> Iterator[Any]:
         yield from wire.decode_records(m.value)
 
 
+def _shortest_rank_log(logs: JobLogs) -> int:
+    """Lines of the shortest ranks' log: slices of it cut every such file. A host's kernel log
+    may hold a single line; it then falls wholly in the first slice."""
+    return min(len(lines) for source, lines in logs.files.items() if source.endswith(".log"))
+
+
 def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
     saved = worker.table("log-parsers").get(job_id.encode())
     assert saved is not None, f"no parser snapshot for {job_id}"
@@ -455,7 +461,7 @@ def test_the_parser_snapshot_in_the_log_parsers_table_restores_and_resumes_on_a_
     """Worker A reads the first half of every file and stops; worker B recovers A's tables
     (as Kafka would replay their changelogs) and reads the rest. B's facts and verdict must be
     those of one uninterrupted reading."""
-    half = min(len(lines) for lines in hung.files.values()) // 2
+    half = _shortest_rank_log(hung) // 2
     key = hung.job_id.encode()
     a = make_worker(tmp_path / "a", scenario.fabric)
 
@@ -469,7 +475,8 @@ def test_the_parser_snapshot_in_the_log_parsers_table_restores_and_resumes_on_a_
     snapshot = parser_snapshot(a, hung.job_id)
     assert set(snapshot.by_source) == set(hung.files)
     for source, parser in snapshot.by_source.items():
-        assert (parser.job_id, parser.source, parser.position) == (hung.job_id, source, half)
+        read = min(half, len(hung.files[source]))
+        assert (parser.job_id, parser.source, parser.position) == (hung.job_id, source, read)
     # What a restarted worker recovers is the last value of the key in each changelog.
     recovered: dict[str, bytes] = {}
     for name in ("log-parsers", "job-views"):
@@ -613,7 +620,7 @@ def test_a_partition_moved_away_and_given_back_resumes_from_the_table_not_stale_
     """Worker A reads the first third and loses the partition to worker B, which carries on
     to two thirds; the partition comes back to A, which must resume from B's state in the
     tables (as Faust recovers them), not from the parser and job view it held before."""
-    third = min(len(lines) for lines in hung.files.values()) // 3
+    third = _shortest_rank_log(hung) // 3
     key = hung.job_id.encode()
     a = make_worker(tmp_path / "a", scenario.fabric)
     b = make_worker(tmp_path / "b", scenario.fabric)

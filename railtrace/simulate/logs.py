@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from railtrace.simulate.scenario import NS, TRANSPORT_FAULTS, Fault, Scenario, SimJob, Strike
 
 BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
+#: PCI buses of the eight NICs, by rail.
+NIC_BUSES = ("0c", "1b", "3c", "4d", "8c", "9d", "bc", "cd")
 NCCL_VERSION = "2.21.5+cuda12.4"
 
 
@@ -91,6 +93,8 @@ def job_logs(sc: Scenario, job: SimJob, rng: random.Random) -> list[LogFile]:
     result = list(files.values())
     if strike is not None and strike.kind is Fault.GPU_XID:
         result.append(_dmesg(strike))
+    if strike is not None and (nic := _nic_dmesg(sc, strike)) is not None:
+        result.append(nic)
     return result
 
 
@@ -222,4 +226,34 @@ def _dmesg(strike: Strike) -> LogFile:
             f"{stamp} {node} kernel: NVRM: GPU 0000:{bus}:00.0: GPU has fallen off the bus.",
         )
     )
+    return f
+
+
+def _nic_dmesg(sc: Scenario, strike: Strike) -> LogFile | None:
+    """The host's kernel lines when the struck link is a host's cable: the NIC loses its
+    carrier whichever end failed, and when the NIC itself failed, the driver says so first."""
+    if strike.link is None or strike.kind not in (Fault.NIC_DOWN, Fault.LINK_DOWN, Fault.FLAP):
+        return None
+    nic = next((e for e in (strike.link.a, strike.link.b) if e.device in strike.job.hosts), None)
+    if nic is None:
+        return None
+    rail = sc.fabric.nic_rail.get(nic, 0)
+    bus = NIC_BUSES[rail % len(NIC_BUSES)]
+    pci = f"0000:{bus}:00.0"
+    netdev = f"enp{int(bus, 16)}s0np0"
+    f = LogFile(strike.job.job_id, f"{nic.device}.dmesg")
+
+    def line(t: int, text: str) -> None:
+        f.lines.append((t, f"{_dt(t):%b %e %H:%M:%S} {nic.device} kernel: {text}"))
+
+    t = strike.at_ns
+    if strike.kind is Fault.NIC_DOWN:
+        line(
+            t,
+            f"mlx5_core {pci}: poll_health:803:(pid 0): device's health compromised - "
+            "reached miss count",
+        )
+    line(t + 100_000_000, f"mlx5_core {pci} {netdev}: Link down")
+    if strike.kind is Fault.FLAP:
+        line(t + 4 * NS, f"mlx5_core {pci} {netdev}: Link up")
     return f

@@ -29,6 +29,7 @@ from railtrace.streams.records import (
     LinkSample,
     NetDevices,
     NetError,
+    NicEvent,
     NodeEvent,
     Progress,
     RankInfo,
@@ -48,10 +49,11 @@ FACT_KINDS: dict[type[JobFact], str] = {
     XidEvent: "xid",
     RasReport: "ras-report",
     Progress: "progress",
+    NicEvent: "nic-event",
 }
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 #: The kinds of fact that happened at a moment; the rest describe the job's structure.
-EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report")
+EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report", "nic-event")
 #: The trainer's step reports: many, each unremarkable; read for a job's pace, not its events.
 PROGRESS_FACT_KINDS = ("progress",)
 #: The kinds that describe where a job runs and how its ranks talk: all its paths need.

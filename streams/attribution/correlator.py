@@ -46,6 +46,8 @@ from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 HANG_EVIDENCE = (CollectiveTimeout, NetError, RasReport, XidEvent)
 #: Verdicts that are re-judged as link anomalies arrive.
 TROUBLED = (JobState.STALLED, JobState.SLOW)
+#: Anomalies that a job visibly survives when it keeps reporting steps after them.
+STATE_CHANGES = frozenset({LinkEventKind.DOWN, LinkEventKind.FLAP, LinkEventKind.UP})
 NS = 1_000_000_000
 
 
@@ -101,22 +103,27 @@ class Correlator:
 
     def observe(self, record: LinkEvent | JobFact) -> list[Verdict]:
         """Take one record and return the verdicts it changed (a job's latest only)."""
+        # Event time moves first: the record is judged at its own time, so a step report that
+        # ends a silence is not judged as if the silence still held.
+        self.now_ns = max(self.now_ns, record.ts_ns)
         if isinstance(record, LinkEvent):
             changed = self._on_link_event(record)
         else:
             changed = self._on_fact(record)
-        if record.ts_ns > self.now_ns:
-            changed += self.advance(record.ts_ns)
+        changed += self._overdue(self.now_ns)
         return list({v.job_id: v for v in changed}.values())
 
     def advance(self, now_ns: int) -> list[Verdict]:
         """Move event time on to `now_ns` and re-judge the jobs whose step reports became
         overdue by then: a job that went quiet is news only while time passes, with no record
         of its own to announce it. Streaming workers call this with the newest link event
-        time; `observe` calls it with each record's."""
+        time; `observe` does the same with each record's."""
         if now_ns <= self.now_ns:
             return []
         self.now_ns = now_ns
+        return self._overdue(now_ns)
+
+    def _overdue(self, now_ns: int) -> list[Verdict]:
         due: set[str] = set()
         while self._due and self._due[0][0] <= now_ns:
             _, job_id = heapq.heappop(self._due)
@@ -143,9 +150,11 @@ class Correlator:
         change = job.view.add(fact)
         if change & Change.FLOWS:
             job.weights = None
+        stalled = job.verdict is not None and job.verdict.state in TROUBLED
         if isinstance(fact, Progress):
             self._schedule(job)
-        stalled = job.verdict is not None and job.verdict.state in TROUBLED
+            if stalled:  # a job judged stalled from its silence may have resumed
+                change |= Change.EVIDENCE
         if change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
             return self.reevaluate([fact.job_id])
         if job.verdict is None:
@@ -222,8 +231,11 @@ class Correlator:
         last = pace.stopped(now)
         if last is not None:
             overdue = pace.overdue_at(now) or now
-            note = as_evidence.progress_stopped(last, pace.interval_ns(now) or 0, overdue)
-            verdict = self._judge(job, last, upto_ns, corroborated, JobState.STALLED, (note,))
+            interval = pace.interval_ns(now) or 0
+            note = as_evidence.progress_stopped(last, interval, overdue)
+            # Dated by the report that never came, as stall_time dates it once errors arrive.
+            since = last + interval
+            verdict = self._judge(job, since, upto_ns, corroborated, JobState.STALLED, (note,))
             if verdict.cause_kind != CauseKind.UNKNOWN:
                 return verdict
         since = pace.slow_since(upto_ns)
@@ -246,13 +258,36 @@ class Correlator:
         hi = since + int(self.window.lookahead_s * NS)
         if upto_ns is not None:
             hi = min(hi, upto_ns)
-        events = {lid: hits for lid in weights if (hits := self.history.between(lid, lo, hi))}
+        survived = self._survived_until(job.view, since)
+        events = {
+            lid: hits
+            for lid in weights
+            if (
+                hits := [
+                    e
+                    for e in self.history.between(lid, lo, hi)
+                    if e.kind not in STATE_CHANGES or e.ts_ns >= survived
+                ]
+            )
+        }
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
         victims, sources = self._pfc_spread(events, lo, hi)
         obs = Observations(weights, events, seen, victims, sources)
         return build_verdict(
             job.view, obs, self.fabric, self.window, since, upto_ns, state, pace_evidence
         )
+
+    @staticmethod
+    def _survived_until(view: JobView, since: int) -> int:
+        """Before this time, a link going down or flapping cannot explain the trouble at
+        `since`: the job went on reporting steps for a full interval after it (its traffic
+        took another path, or the link came back). 0 without step reports."""
+        pace = view.pace
+        before = [t for t in pace.recent if t <= since]
+        interval = pace.interval_ns(since)
+        if not before or interval is None:
+            return 0
+        return before[-1] - interval
 
     def _pfc_spread(
         self, events: dict[str, list[LinkEvent]], lo: int, hi: int

@@ -13,6 +13,7 @@ from railtrace.streams.records import (
     JobFact,
     LinkEvent,
     NetError,
+    NicEvent,
     RasReport,
     XidEvent,
 )
@@ -48,6 +49,13 @@ def ras(r: RasReport) -> Evidence:
 def xid(x: XidEvent) -> Evidence:
     return Evidence(
         x.ts_ns, "kernel", f"xid-{x.xid}", x.host, f"Xid {x.xid} on GPU {x.pci}: {x.detail}".strip()
+    )
+
+
+def nic(n: NicEvent) -> Evidence:
+    where = f"{n.pci} {n.netdev}".strip()
+    return Evidence(
+        n.ts_ns, "kernel", f"nic-{n.state}", n.host, f"{where}: {n.detail}"[:MAX_DETAIL]
     )
 
 
@@ -92,4 +100,6 @@ def of_fact(fact: JobFact) -> Evidence | None:
         return ras(fact)
     if isinstance(fact, XidEvent):
         return xid(fact)
+    if isinstance(fact, NicEvent):
+        return nic(fact)
     return None

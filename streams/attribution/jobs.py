@@ -22,6 +22,7 @@ from railtrace.streams.records import (
     NetDevice,
     NetDevices,
     NetError,
+    NicEvent,
     Progress,
     RankInfo,
     RasReport,
@@ -56,6 +57,7 @@ class JobView:
     net_errors_at: dict[tuple[str, int], NetError] = field(default_factory=dict)
     xids_at: dict[tuple[str, int], XidEvent] = field(default_factory=dict)
     ras_at: dict[tuple[str, int], RasReport] = field(default_factory=dict)
+    nics_at: dict[tuple[str, int], NicEvent] = field(default_factory=dict)
     pace: Pace = field(default_factory=Pace)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
@@ -102,6 +104,9 @@ class JobView:
                 return Change.EVIDENCE
             case RasReport():
                 return self._evidence(self.ras_at, fact, fact.ts_ns)
+            case NicEvent():
+                self._evidence(self.nics_at, fact, 0)
+                return Change.EVIDENCE
             case Progress():
                 return Change.EVIDENCE if self.pace.add(fact) else Change.NONE
         self._flows = None
@@ -132,6 +137,10 @@ class JobView:
     @property
     def ras(self) -> list[RasReport]:
         return list(self.ras_at.values())
+
+    @property
+    def nic_events(self) -> list[NicEvent]:
+        return list(self.nics_at.values())
 
     @property
     def ranks(self) -> int:
@@ -200,6 +209,7 @@ class JobView:
                     *self.net_errors_at.values(),
                     *self.xids_at.values(),
                     *self.ras_at.values(),
+                    *self.nics_at.values(),
                 )
             ],
             "pace": self.pace.snapshot(),
@@ -227,5 +237,5 @@ class JobView:
         return view
 
 
-def _at(fact: CollectiveTimeout | NetError | XidEvent | RasReport) -> tuple[str, int]:
+def _at(fact: CollectiveTimeout | NetError | XidEvent | RasReport | NicEvent) -> tuple[str, int]:
     return (fact.origin.source, fact.origin.line_no)

@@ -57,6 +57,7 @@ class Pace:
     slow_confirmed_ns: int | None = None  # the report that confirmed it
     last_ratio: float = 0.0
     peak_ratio: float = 0.0
+    finished: bool = False  # the last report was the run's last step: silence is expected
 
     def add(self, p: Progress) -> bool:
         """Take one report; True when it started or ended a slowdown."""
@@ -65,6 +66,7 @@ class Pace:
             return False
         self.recent.append(p.ts_ns)
         del self.recent[:-RECENT_REPORTS]
+        self.finished = p.total_steps is not None and p.step >= p.total_steps
         self.seen += 1
         if self.seen <= WARMUP_REPORTS:
             return False
@@ -124,7 +126,10 @@ class Pace:
         return times[-1] + max(int(OVERDUE_INTERVALS * interval), int(OVERDUE_MIN_S * NS))
 
     def stopped(self, now_ns: int) -> int | None:
-        """Time of the last report if the job has been silent too long at `now_ns`, else None."""
+        """Time of the last report if the job has been silent too long at `now_ns`, else None
+        (also None once the job reported its last step: a finished job is silent)."""
+        if self.finished:
+            return None
         due = self.overdue_at(now_ns)
         if due is None or now_ns < due:
             return None
@@ -138,6 +143,7 @@ class Pace:
             "run": [self.run_start_ns, self.run_len],
             "slow": [self.slow_since_ns, self.slow_confirmed_ns],
             "ratios": [self.last_ratio, self.peak_ratio],
+            "finished": self.finished,
         }
 
     @classmethod
@@ -152,4 +158,5 @@ class Pace:
             slow_confirmed_ns=snap["slow"][1],
             last_ratio=float(snap["ratios"][0]),
             peak_ratio=float(snap["ratios"][1]),
+            finished=bool(snap.get("finished", False)),
         )

@@ -29,6 +29,7 @@ from railtrace.streams.records import (
     Candidate,
     CauseKind,
     CollectiveTimeout,
+    Diagnosis,
     Evidence,
     JobState,
     LinkEvent,
@@ -37,12 +38,16 @@ from railtrace.streams.records import (
     RasReport,
     Verdict,
 )
+from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
 
 #: Below this score nothing is blamed: the verdict says `unknown` rather than guess.
 MIN_BLAME_SCORE = 0.2
 MAX_CANDIDATES = 5
 MAX_EVIDENCE = 12
+#: A traffic drop this long before the estimated stall still counts as the job's traffic
+#: stopping with it: the estimate can be late by up to a sampling interval.
+DROP_SLACK_NS = 15 * 1_000_000_000
 #: Anomalies that a link shows because of trouble elsewhere (see `_link_candidate`).
 CONSEQUENCES = frozenset({LinkEventKind.TRAFFIC_DROP, LinkEventKind.PFC_PAUSING})
 
@@ -75,7 +80,9 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
 
     A watchdog line dates the stall to the start of the collective that never finished, so it
     usually moves the stall earlier than the transport error that was seen first. An Xid counts
-    when it surely takes a GPU out of the job.
+    when it surely takes a GPU out of the job. A transport error comes only once RDMA's retries
+    ran out, tens of seconds late; when the step reports stopped before it, the report that
+    never came (the last one plus the usual interval) dates the stall better.
     """
     times = [t.started_ns for t in view.timeouts if t.started_ns > 0 and _seen(t.ts_ns, upto_ns)]
     times += [e.ts_ns for e in view.net_errors if _seen(e.ts_ns, upto_ns)]
@@ -85,7 +92,14 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
         for x in view.xids
         if _seen(x.ts_ns, upto_ns) and xid_weight(x.xid) >= XID_STALL_THRESHOLD
     ]
-    return min(times, default=None)
+    stall = min(times, default=None)
+    if stall is None:
+        return None
+    before = [t for t in view.pace.recent if t <= stall]
+    interval = view.pace.interval_ns(stall)
+    if before and interval is not None and stall - before[-1] > interval:
+        stall = min(stall, before[-1] + interval)
+    return stall
 
 
 def _link_candidate(
@@ -115,7 +129,10 @@ def _link_candidate(
     if not scored:
         return None
     crossing = obs.weights.get(lid, 0.0)
-    carried = any(e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at for _, e in scored)
+    carried = any(
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
+        for _, e in scored
+    )
 
     # Consequences of trouble elsewhere (traffic that stopped with the job, pauses sent or
     # passed on) are counted once, however many ends and directions report them: they show
@@ -190,6 +207,54 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
     )
 
 
+def diagnose(
+    best: Candidate,
+    view: JobView,
+    fabric: Fabric,
+    window: TimeWindow,
+    stalled_at: int,
+    upto_ns: int | None,
+) -> tuple[Diagnosis | None, Evidence | None]:
+    """Which side of the culprit failed, from its evidence and the host's kernel.
+
+    A switch sees its port go down whichever end failed, so only the host can say the NIC
+    itself died (its driver's health poller or a fatal error, around the stall). Otherwise the
+    culprit's own anomalies tell: receive power that fell is a dying optic, pauses spreading
+    from it a device that stopped draining, down or flapping the switch side of the link,
+    errors alone a link that corrupts frames.
+    """
+    if best.kind == CauseKind.NODE:
+        return Diagnosis.GPU, None
+    if best.link is None:
+        return None, None
+    lo = stalled_at - int(window.lookback_s * 1e9)
+    hi = stalled_at + int(window.lookahead_s * 1e9)
+    hosts = {e.device for e in (best.link.a, best.link.b) if fabric.role(e.device) == Role.HOST}
+    failed = sorted(
+        (
+            n
+            for n in view.nic_events
+            if n.host in hosts
+            and n.state == "failed"
+            and lo <= n.ts_ns <= hi
+            and _seen(n.ts_ns, upto_ns)
+        ),
+        key=lambda n: (n.ts_ns, n.origin.source, n.origin.line_no),
+    )
+    if failed:
+        return Diagnosis.HOST_NIC, as_evidence.nic(failed[0])
+    kinds = {e.kind for e in best.evidence}
+    if str(LinkEventKind.RX_POWER_LOW) in kinds:
+        return Diagnosis.OPTIC, None
+    if "pfc-source" in kinds or str(LinkEventKind.PFC_STORM) in kinds:
+        return Diagnosis.PFC_SOURCE, None
+    if kinds & {str(LinkEventKind.DOWN), str(LinkEventKind.FLAP)}:
+        return Diagnosis.SWITCH_PORT, None
+    if kinds & {str(LinkEventKind.ERROR_BURST), str(LinkEventKind.FEC_UNCORRECTABLE)}:
+        return Diagnosis.LINK_ERRORS, None
+    return None, None
+
+
 def healthy_verdict(view: JobView) -> Verdict:
     """A job with no hang evidence, no slowdown and no stop that a fault explains."""
     ranks, hosts = view.ranks, len(view.hosts)
@@ -218,7 +283,7 @@ def build_verdict(
     """
     ranks, hosts = view.ranks, len(view.hosts)
     traffic_seen = any(
-        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
         for events in obs.events.values()
         for e in events
     )
@@ -258,6 +323,9 @@ def build_verdict(
             ranks,
             hosts,
         )
+    diagnosis, host_side = diagnose(best, view, fabric, window, stalled_at, upto_ns)
+    if host_side is not None:
+        evidence.append(host_side)
     evidence = sorted(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
     )[:MAX_EVIDENCE]
@@ -274,4 +342,5 @@ def build_verdict(
         tuple(evidence),
         ranks,
         hosts,
+        str(diagnosis) if diagnosis else "",
     )

@@ -215,13 +215,14 @@ class LogParser:
             return self._nccl.handle(prefixed, ts_ns, line_no)
         if "NVRM: Xid" in text:
             return self._kernel.handle(text, lead_end, ts_ns, line_no, self._where)
+        if "mlx5_core " in text:
+            return self._kernel.handle_nic(text, lead_end, ts_ns, line_no, self._where)
         body = text[lead_end:]
         facts = self._torch.handle(body, ts_ns, line_no, self._where)
         if facts:
             return facts
-        return self._progress.handle(body, ts_ns, line_no, self._where) or self._ras.handle(
-            body, ts_ns, line_no
-        )
+        progress = self._progress.handle(body, ts_ns, line_no, self._where, lead_end > 0)
+        return progress or self._ras.handle(body, ts_ns, line_no)
 
     def _dead_letter(self, problem: Malformed, line: str | bytes, line_no: int) -> DeadLetter:
         raw = line if isinstance(line, bytes) else line.encode("utf-8", "backslashreplace")

@@ -12,16 +12,21 @@ slow down. Two families are read:
 
 from __future__ import annotations
 
+import math
 import re
 
 from ..records import JobFact, LogOrigin, Progress
 from .common import Malformed, Where
 from .timestamps import to_ns
 
-_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
-_ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+(?:[eE][+-]?\d+)?)")
+_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_ELAPSED = re.compile(
+    r"elapsed time per iteration \(ms\):\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\d.])"
+)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s")
 _TPS = re.compile(r"\btps:\s*([0-9][0-9,]*(?:\.\d+)?)")
+# torchtitan colours its metrics by default; the escapes would hide the field names.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _TITAN_STAMP = re.compile(
     r"\[titan\] (\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
 )
@@ -34,19 +39,30 @@ class ProgressRules:
         self._job_id = job_id
         self._source = source
 
-    def handle(self, text: str, ts_ns: int, line_no: int, where: Where) -> list[JobFact]:
+    def handle(
+        self, text: str, ts_ns: int, line_no: int, where: Where, stamped: bool = False
+    ) -> list[JobFact]:
         """A Progress for a step line, [] for any other; Malformed when a step line's pace
-        cannot be read (a format change upstream should be seen, not silently ignored)."""
+        cannot be read (a format change upstream should be seen, not silently ignored).
+
+        `stamped`: the line began with a stamp (a shipper's), which wins over torchtitan's
+        own: that one is local time without a zone.
+        """
         if "iteration" in text and "elapsed time per iteration" in text:
             m = _MEGATRON.search(text)
             pace = _ELAPSED.search(text)
             if m is None or pace is None:
                 raise Malformed("progress", "Megatron step line without its iteration or time")
             step_ms = float(pace.group(1))
-            if not step_ms > 0:
+            if not (step_ms > 0 and math.isfinite(step_ms)):
                 raise Malformed("progress", f"Megatron step time {pace.group(1)} ms is not > 0")
-            return [self._fact(ts_ns, int(m.group(1)), step_ms, None, line_no, where)]
+            step, total = int(m.group(1)), int(m.group(2))
+            return [self._fact(ts_ns, step, step_ms, None, line_no, where, total)]
         if "step:" in text and "tps:" in text:
+            if "\x1b" in text:
+                text = _ANSI.sub("", text)
+            if "validat" in text:
+                return []  # a validation pass: forward only, its own counter and pace
             m = _TITAN.search(text)
             tps = _TPS.search(text)
             if m is None or tps is None:
@@ -54,7 +70,7 @@ class ProgressRules:
             rate = float(tps.group(1).replace(",", ""))
             if not rate > 0:
                 raise Malformed("progress", f"torchtitan tps {tps.group(1)} is not > 0")
-            stamp = _TITAN_STAMP.search(text)
+            stamp = None if stamped else _TITAN_STAMP.search(text)
             if stamp is not None:
                 y, mo, d, hh, mm, ss, frac = stamp.groups()
                 try:
@@ -72,6 +88,7 @@ class ProgressRules:
         tokens_per_s: float | None,
         line_no: int,
         where: Where,
+        total: int | None = None,
     ) -> Progress:
         return Progress(
             ts_ns,
@@ -81,4 +98,5 @@ class ProgressRules:
             step_ms,
             tokens_per_s,
             LogOrigin(self._source, line_no),
+            total,
         )

@@ -1,0 +1,513 @@
+"""Step reports in attribution: a job's pace (slowdowns, silences) and what the correlator
+makes of it, on hand-made records and the 64-node reference fabric."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from railtrace.streams.attribution import Correlator
+from railtrace.streams.attribution.jobs import Change, JobView
+from railtrace.streams.attribution.pace import (
+    BASELINE_REPORTS,
+    SLOW_RATIO,
+    SLOW_REPORTS,
+    WARMUP_REPORTS,
+    Pace,
+)
+from railtrace.streams.attribution.verdicts import MIN_BLAME_SCORE
+from railtrace.streams.records import (
+    CauseKind,
+    ChannelEdge,
+    CollectiveTimeout,
+    Endpoint,
+    JobState,
+    LinkEvent,
+    LinkEventKind,
+    LogOrigin,
+    NetDevice,
+    NetDevices,
+    Progress,
+    RankInfo,
+    Verdict,
+)
+from railtrace.topology import build_fabric, rail_optimized
+
+S = 1_000_000_000
+T0 = 1_780_000_000 * S
+JOB = "job1"
+ORIGIN = LogOrigin("nccl.log", 1)
+# Two nodes in different scalable units: their rail-0 hop crosses a spine.
+HOST_A, HOST_B = "hgx-su01-32", "hgx-su02-01"
+# HOST_A's rail-0 cable, the one the job's channel uses, seen from its leaf.
+LEAF, LEAF_PORT = "leaf-su01-r0", "swp32"
+HOST_LINK = f"{HOST_A}:mlx5_0--{LEAF}:{LEAF_PORT}"
+# The cadence of the trainer in the correlator tests, and when its silence becomes overdue
+# (3 intervals = 30 s, which is also the floor).
+EVERY_S = 10
+OVERDUE_S = 30
+
+
+# -- builders -----------------------------------------------------------------------------------
+
+
+def _report(
+    at_s: float, step_ms: float | None = 100.0, tps: float | None = None, step: int = 0
+) -> Progress:
+    return Progress(
+        T0 + int(at_s * S), JOB, HOST_A, step, step_ms, tps, LogOrigin("train.log", step + 1)
+    )
+
+
+def _warm_pace(normal_ms: float = 100.0, every_s: int = EVERY_S) -> tuple[Pace, int]:
+    """A pace past its warm-up and baseline, all at `normal_ms`; also the next report's time."""
+    pace = Pace()
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    for i in range(n):
+        assert pace.add(_report(i * every_s, normal_ms, step=i)) is False
+    assert pace.normal == normal_ms
+    return pace, n * every_s
+
+
+def _fabric():
+    return build_fabric(rail_optimized(64).plan)
+
+
+def _job_facts() -> list:
+    """Two ranks, one ring hop between HOST_A and HOST_B over their mlx5_0."""
+    devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
+    return [
+        NetDevices(T0, JOB, HOST_A, 100, devs, ORIGIN),
+        NetDevices(T0, JOB, HOST_B, 200, devs, ORIGIN),
+        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, ORIGIN),
+        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, ORIGIN),
+        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, ORIGIN),
+        ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, ORIGIN),
+    ]
+
+
+def _steady(count: int, step_ms: float = 100.0, first: int = 1) -> list[Progress]:
+    """`count` step reports every EVERY_S seconds, the first at T0 + first * EVERY_S."""
+    return [_report(i * EVERY_S, step_ms, step=i) for i in range(first, first + count)]
+
+
+def _feed(corr: Correlator, records: list) -> list[Verdict]:
+    out: list[Verdict] = []
+    for r in sorted(records, key=lambda r: r.ts_ns):
+        out.extend(corr.observe(r))
+    return out
+
+
+def _down(at_ns: int, device: str = LEAF, interface: str = LEAF_PORT) -> LinkEvent:
+    return LinkEvent(at_ns, device, interface, LinkEventKind.DOWN)
+
+
+def _silent_job(corr: Correlator, reports: int = 10) -> int:
+    """A job that reported every EVERY_S seconds and went quiet; returns its last report time."""
+    _feed(corr, [*_job_facts(), *_steady(reports)])
+    return T0 + reports * EVERY_S * S
+
+
+def _only(verdicts: list[Verdict]) -> Verdict:
+    (v,) = [v for v in verdicts if v.job_id == JOB]
+    return v
+
+
+# -- Pace ---------------------------------------------------------------------------------------
+
+
+def test_warmup_reports_are_left_out_and_the_baseline_is_the_median_of_the_next_ones():
+    pace = Pace()
+    warmup = [5000.0] * WARMUP_REPORTS  # compilation, first checkpoint: much slower
+    # An outlier among them: the median (not the mean) is the normal pace.
+    baseline = [100.0, 102.0, 104.0, 106.0, 108.0, 110.0, 112.0, 900.0][:BASELINE_REPORTS]
+    assert len(baseline) == BASELINE_REPORTS
+    for i, ms in enumerate([*warmup, *baseline]):
+        assert pace.normal is None
+        assert pace.add(_report(i * EVERY_S, ms, step=i)) is False
+    assert pace.baseline == baseline
+    assert pace.normal == 107.0
+
+
+@pytest.mark.parametrize("ratio", [1.5, SLOW_RATIO], ids=["1.5x", "exactly-slow-ratio"])
+def test_consecutive_slow_reports_start_a_slowdown_dated_at_the_first_of_them(ratio: float):
+    pace, t = _warm_pace(100.0)
+    added = [pace.add(_report(t + k * EVERY_S, 100.0 * ratio)) for k in range(SLOW_REPORTS)]
+    assert added == [False] * (SLOW_REPORTS - 1) + [True]
+    assert pace.slow_since() == T0 + t * S
+    assert pace.slow_confirmed_ns == T0 + (t + (SLOW_REPORTS - 1) * EVERY_S) * S
+    assert pace.peak_ratio == pytest.approx(ratio)
+    # Further slow reports keep the slowdown going without starting it again.
+    assert pace.add(_report(t + SLOW_REPORTS * EVERY_S, 100.0 * ratio)) is False
+    assert pace.slow_since() == T0 + t * S
+
+
+def test_reports_just_under_the_slow_ratio_are_not_a_slowdown():
+    pace, t = _warm_pace(100.0)
+    for k in range(SLOW_REPORTS + 2):
+        assert pace.add(_report(t + k * EVERY_S, 100.0 * SLOW_RATIO - 0.5)) is False
+    assert pace.slow_since() is None
+
+
+def test_one_or_two_slow_reports_are_a_hiccup_not_a_slowdown():
+    pace, t = _warm_pace(100.0)
+    # Slow runs one short of SLOW_REPORTS, each broken by a normal report: more slow reports in
+    # all than SLOW_REPORTS, never that many in a row.
+    pattern = ([150.0] * (SLOW_REPORTS - 1) + [100.0]) * 3
+    added = [pace.add(_report(t + k * EVERY_S, ms)) for k, ms in enumerate(pattern)]
+    assert not any(added)
+    assert pace.slow_since() is None and pace.slow_confirmed_ns is None
+
+
+def test_a_normal_report_ends_a_slowdown():
+    pace, t = _warm_pace(100.0)
+    for k in range(SLOW_REPORTS):
+        pace.add(_report(t + k * EVERY_S, 150.0))
+    assert pace.slow_since() is not None
+    t += SLOW_REPORTS * EVERY_S
+    assert pace.add(_report(t, 101.0)) is True
+    assert pace.slow_since() is None and pace.slow_confirmed_ns is None
+    # A new slowdown needs a full run of slow reports again.
+    assert pace.add(_report(t + EVERY_S, 150.0)) is False
+    assert pace.slow_since() is None
+
+
+def test_slow_since_is_none_as_of_any_time_before_the_confirming_report():
+    pace, t = _warm_pace(100.0)
+    for k in range(SLOW_REPORTS):
+        pace.add(_report(t + k * EVERY_S, 150.0))
+    first = T0 + t * S
+    confirmed = T0 + (t + (SLOW_REPORTS - 1) * EVERY_S) * S
+    assert pace.slow_since(first) is None
+    assert pace.slow_since(confirmed - 1) is None
+    assert pace.slow_since(confirmed) == first
+    assert pace.slow_since(confirmed + 100 * S) == first
+
+
+def test_a_report_older_than_the_newest_is_ignored():
+    pace, t = _warm_pace(100.0)
+    assert pace.add(_report(t, 150.0)) is False
+    seen, recent = pace.seen, list(pace.recent)
+    # Older and same-time reports change nothing: not the count, not the slow run.
+    assert pace.add(_report(t - 5, 150.0)) is False
+    assert pace.add(_report(t, 150.0)) is False
+    assert (pace.seen, pace.recent) == (seen, recent)
+    # Had either counted, this would be the third slow report in a row.
+    assert pace.add(_report(t + EVERY_S, 150.0)) is False
+    assert pace.add(_report(t + 2 * EVERY_S, 150.0)) is True
+
+
+def test_interval_is_the_median_gap_between_reports():
+    pace = Pace()
+    assert pace.add(_report(0)) is False
+    pace.add(_report(10))
+    assert pace.interval_ns() is None, "two reports are not enough to know a cadence"
+    for at in (20, 60, 100, 140):
+        pace.add(_report(at))
+    # Gaps 10, 10, 40, 40, 40: the median is 40 s (the mean would be 28 s).
+    assert pace.interval_ns() == 40 * S
+    # As the reports stood at 20 s, the cadence was 10 s.
+    assert pace.interval_ns(T0 + 20 * S) == 10 * S
+
+
+@pytest.mark.parametrize(
+    ("every_s", "overdue_after_s"),
+    [(20, 60), (5, 30)],
+    ids=["three-intervals", "thirty-second-floor"],
+)
+def test_a_job_is_overdue_three_intervals_or_thirty_seconds_after_its_last_report(
+    every_s: int, overdue_after_s: int
+):
+    pace = Pace()
+    for i in range(2):
+        pace.add(_report(i * every_s))
+    assert pace.overdue_at() is None, "no cadence known yet"
+    for i in range(2, 6):
+        pace.add(_report(i * every_s))
+    last = T0 + 5 * every_s * S
+    assert pace.overdue_at() == last + overdue_after_s * S
+
+
+def test_stopped_names_the_last_report_only_once_it_is_overdue():
+    pace = Pace()
+    for i in range(6):
+        pace.add(_report(i * EVERY_S))
+    last = T0 + 5 * EVERY_S * S
+    assert pace.stopped(last + 1 * S) is None
+    assert pace.stopped(last + OVERDUE_S * S - 1) is None
+    assert pace.stopped(last + OVERDUE_S * S) == last
+    assert pace.stopped(last + 3600 * S) == last
+    # Judged as of a time between reports, the job was not overdue then.
+    assert pace.stopped(T0 + 25 * S) is None
+
+
+def test_pace_snapshot_survives_json_and_the_restored_pace_goes_on_the_same():
+    pace, t = _warm_pace(100.0)
+    for k in range(SLOW_REPORTS - 1):  # one slow report short of a slowdown
+        pace.add(_report(t + k * EVERY_S, 150.0))
+    restored = Pace.restore(orjson.loads(orjson.dumps(pace.snapshot())))
+    assert restored == pace
+    nxt = _report(t + (SLOW_REPORTS - 1) * EVERY_S, 160.0)
+    assert restored.add(nxt) is True
+    assert pace.add(nxt) is True
+    assert restored == pace
+    assert restored.slow_since() == T0 + t * S
+    # And once more, with the slowdown confirmed and a stop pending.
+    again = Pace.restore(orjson.loads(orjson.dumps(restored.snapshot())))
+    assert again == restored
+    assert again.stopped(restored.recent[-1] + 60 * S) == restored.recent[-1]
+
+
+def test_a_drop_in_tokens_per_second_is_a_slowdown_and_a_rise_is_not():
+    def throughput(later_tps: float) -> list[bool]:
+        pace = Pace()
+        n = WARMUP_REPORTS + BASELINE_REPORTS
+        for i in range(n):
+            pace.add(_report(i * EVERY_S, step_ms=None, tps=10_000.0))
+        return [
+            pace.add(_report((n + k) * EVERY_S, step_ms=None, tps=later_tps))
+            for k in range(SLOW_REPORTS)
+        ]
+
+    assert throughput(7_000.0) == [False] * (SLOW_REPORTS - 1) + [True]
+    assert not any(throughput(13_000.0))
+
+
+def test_job_view_flags_a_step_report_as_evidence_only_when_a_slowdown_starts_or_ends():
+    view = JobView(JOB)
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    changes = [view.add(_report(i * EVERY_S, 100.0)) for i in range(n)]
+    changes += [view.add(_report((n + k) * EVERY_S, 150.0)) for k in range(SLOW_REPORTS + 1)]
+    changes.append(view.add(_report((n + SLOW_REPORTS + 1) * EVERY_S, 100.0)))
+    flagged = [i for i, c in enumerate(changes) if c != Change.NONE]
+    assert flagged == [n + SLOW_REPORTS - 1, len(changes) - 1]
+    assert all(changes[i] == Change.EVIDENCE for i in flagged)
+
+
+def _view_with_reports() -> JobView:
+    view = JobView(JOB)
+    for f in [*_job_facts(), *_steady(12)]:
+        view.add(f)
+    return view
+
+
+def test_job_view_snapshot_keeps_its_pace_through_json():
+    view = _view_with_reports()
+    restored = JobView.restore(orjson.loads(orjson.dumps(view.snapshot())))
+    assert restored.pace == view.pace
+    assert restored.pace.normal == 100.0
+
+
+def test_job_view_saved_before_pace_existed_restores_with_an_empty_pace():
+    view = _view_with_reports()
+    snap = orjson.loads(orjson.dumps(view.snapshot()))
+    del snap["pace"]
+    restored = JobView.restore(snap)
+    assert restored.pace == Pace()
+    assert restored.hosts == view.hosts
+    assert restored.flows(_fabric()) == view.flows(_fabric())
+    assert (restored.first_ts_ns, restored.last_ts_ns) == (view.first_ts_ns, view.last_ts_ns)
+
+
+# -- Correlator: silences -----------------------------------------------------------------------
+
+
+def test_silent_job_with_a_down_link_is_stalled_as_soon_as_its_reports_are_overdue():
+    corr = Correlator(_fabric())
+    last = _silent_job(corr)
+    assert all(v.state != JobState.STALLED for v in _feed(corr, [_down(last + 2 * S)]))
+    assert all(v.state != JobState.STALLED for v in corr.advance(last + (OVERDUE_S - 1) * S))
+    v = _only(corr.advance(last + (OVERDUE_S + 1) * S))
+    assert v.state == JobState.STALLED and v.cause_kind == CauseKind.LINK
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    # Dated at the last report, or at the report that never came after it.
+    assert last <= v.stalled_at_ns <= last + EVERY_S * S
+    # Decided when the silence became overdue: nine and a half minutes before a default
+    # ten-minute watchdog would have fired for a collective started at the last report.
+    assert v.decided_at_ns == last + OVERDUE_S * S
+    kinds = {e.kind for e in v.evidence}
+    assert {"progress-stopped", str(LinkEventKind.DOWN)} <= kinds
+    assert corr.verdicts() == [v]
+
+
+def test_a_later_record_of_anything_moves_event_time_past_the_overdue_moment():
+    corr = Correlator(_fabric())
+    last = _silent_job(corr)
+    _feed(corr, [_down(last + 2 * S)])
+    # A link event on a cable the job does not use: all it brings is the time.
+    unrelated = LinkEvent(last + 45 * S, "leaf-su02-r3", "swp7", LinkEventKind.FLAP)
+    v = _only(corr.observe(unrelated))
+    assert v.state == JobState.STALLED
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    assert v.decided_at_ns == last + OVERDUE_S * S
+
+
+def test_a_fault_reported_after_the_overdue_moment_still_explains_the_silence():
+    """Telemetry lags: the DOWN of the job's cable may arrive after the job is overdue."""
+    corr = Correlator(_fabric())
+    last = _silent_job(corr)
+    assert all(v.state != JobState.STALLED for v in corr.advance(last + (OVERDUE_S + 1) * S))
+    v = _only(_feed(corr, [_down(last + 40 * S)]))
+    assert v.state == JobState.STALLED
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    assert v.decided_at_ns == last + 40 * S
+
+
+def test_silence_without_a_fault_on_the_jobs_links_is_not_a_stall():
+    """A job also goes quiet to write a checkpoint: silence alone blames nothing."""
+    corr = Correlator(_fabric())
+    last = _silent_job(corr)
+    _feed(
+        corr,
+        [
+            # HOST_A's rail-1 cable (the job's channel uses rail 0) and another node's cable.
+            _down(last + 2 * S, "leaf-su01-r1", "swp32"),
+            _down(last + 3 * S, LEAF, "swp5"),
+        ],
+    )
+    emitted = corr.advance(last + (OVERDUE_S + 1) * S)
+    emitted += corr.advance(last + 600 * S)
+    emitted += corr.reevaluate()
+    assert all(v.state == JobState.HEALTHY for v in emitted)
+    (v,) = corr.verdicts()
+    assert v.state == JobState.HEALTHY and v.cause_link is None
+
+
+# -- Correlator: slowdowns ----------------------------------------------------------------------
+
+
+def _slowing_job(extra: list) -> tuple[Correlator, int]:
+    """Normal reports (100 ms) through the warm-up and baseline, then 1.5x slower ones."""
+    corr = Correlator(_fabric())
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    slow = _steady(SLOW_REPORTS + 1, step_ms=150.0, first=n + 1)
+    _feed(corr, [*_job_facts(), *_steady(n), *slow, *extra])
+    return corr, slow[0].ts_ns
+
+
+def test_slowdown_with_error_bursts_on_a_job_link_is_slow_and_blames_that_link():
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    near = T0 + (n + 1) * EVERY_S * S  # the first slow report
+    bursts = [
+        LinkEvent(near - 5 * S, LEAF, LEAF_PORT, LinkEventKind.ERROR_BURST, 3.0),
+        LinkEvent(near + 5 * S, LEAF, LEAF_PORT, LinkEventKind.ERROR_BURST, 3.0),
+    ]
+    corr, since = _slowing_job(bursts)
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW and v.cause_kind == CauseKind.LINK
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    assert v.stalled_at_ns == since
+    assert v.decided_at_ns == since + (SLOW_REPORTS - 1) * EVERY_S * S
+    assert {"slowdown", str(LinkEventKind.ERROR_BURST)} <= {e.kind for e in v.evidence}
+
+
+def test_slowdown_with_nothing_on_the_jobs_links_is_slow_with_an_unknown_cause():
+    # An error burst on a cable the job does not use does not change that.
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    elsewhere = LinkEvent(T0 + (n + 1) * EVERY_S * S, LEAF, "swp5", LinkEventKind.ERROR_BURST, 3.0)
+    corr, since = _slowing_job([elsewhere])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW
+    assert v.cause_kind == CauseKind.UNKNOWN and v.cause_link is None
+    assert v.stalled_at_ns == since
+    assert "slowdown" in {e.kind for e in v.evidence}
+
+
+# -- Correlator: spreading PFC pauses -----------------------------------------------------------
+
+
+def _uplinks(corr: Correlator, count: int = 3) -> list[str]:
+    """Some of LEAF's spine uplinks the job may hash onto."""
+    links = sorted(lid for lid in corr.job_links(JOB) if lid.startswith(f"{LEAF}:"))
+    links = [lid for lid in links if "spine" in lid]
+    assert len(links) >= count
+    return links[:count]
+
+
+def _pfc_spread(corr: Correlator, at_ns: int, *, host_port_paused: bool = True) -> list:
+    """HOST_A's NIC stops draining and pauses its leaf port; the leaf, filling up, pauses the
+    spines on its uplinks (which they see as a storm received)."""
+    events = []
+    if host_port_paused:
+        events.append(LinkEvent(at_ns, LEAF, LEAF_PORT, LinkEventKind.PFC_STORM, 50_000.0))
+    for lid in _uplinks(corr):
+        ref = corr.fabric.links[lid]
+        leaf_end, spine_end = (ref.a, ref.b) if ref.a.device == LEAF else (ref.b, ref.a)
+        at = at_ns + 2 * S
+        storm, pausing = LinkEventKind.PFC_STORM, LinkEventKind.PFC_PAUSING
+        events.append(LinkEvent(at, spine_end.device, spine_end.interface, storm, 50_000.0))
+        events.append(LinkEvent(at, leaf_end.device, leaf_end.interface, pausing, 50_000.0))
+    return events
+
+
+@pytest.mark.parametrize("hang", ["watchdog", "silence"])
+def test_pfc_spread_blames_the_port_where_it_starts_not_the_spine_victims(hang: str):
+    corr = Correlator(_fabric())
+    if hang == "watchdog":
+        _feed(corr, _job_facts())
+        stall = T0 + 100 * S
+        timeout = CollectiveTimeout(
+            stall + 600 * S, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, 600_000, stall, ORIGIN
+        )
+        _feed(corr, [*_pfc_spread(corr, stall - 20 * S), timeout])
+    else:
+        _feed(corr, _job_facts())
+        stall = T0 + 100 * S
+        _feed(corr, [*_steady(10), *_pfc_spread(corr, stall - 8 * S)])
+        corr.advance(stall + (OVERDUE_S + 1) * S)
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    by_link = {c.link.link_id: c for c in v.candidates if c.link is not None}
+    source = by_link[HOST_LINK]
+    assert "pfc-source" in {e.kind for e in source.evidence}
+    victims = [by_link[lid] for lid in _uplinks(corr)]
+    for c in victims:
+        assert "pfc-victim" in {e.kind for e in c.evidence}
+        assert "pfc-source" not in {e.kind for e in c.evidence}
+        assert c.score < MIN_BLAME_SCORE
+        assert c.score < source.score / 3
+
+
+def test_spine_pfc_storms_without_a_paused_leaf_are_not_victims():
+    """Pauses the leaf sends are passed on only if the leaf is itself paused elsewhere."""
+    corr = Correlator(_fabric())
+    _feed(corr, _job_facts())
+    stall = T0 + 100 * S
+    timeout = CollectiveTimeout(
+        stall + 600 * S, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, 600_000, stall, ORIGIN
+    )
+    _feed(corr, [*_pfc_spread(corr, stall - 20 * S, host_port_paused=False), timeout])
+    (v,) = corr.verdicts()
+    kinds = {e.kind for c in v.candidates for e in c.evidence}
+    assert "pfc-victim" not in kinds and "pfc-source" not in kinds
+    assert HOST_LINK not in {c.link.link_id for c in v.candidates if c.link is not None}
+
+
+# -- Correlator: a job that resumes -------------------------------------------------------------
+
+
+def test_a_resumed_job_is_healthy_again_as_soon_as_its_next_step_report_arrives():
+    """The embedded replay and the streaming worker both re-judge a job judged stalled from
+    its silence on its next report: it went quiet for a checkpoint, or NCCL got through."""
+    corr = Correlator(_fabric())
+    last = _silent_job(corr)
+    _feed(corr, [_down(last + 2 * S)])
+    assert _only(corr.advance(last + (OVERDUE_S + 1) * S)).state == JobState.STALLED
+    resumed = last + 50 * S
+    assert _only(corr.observe(_report((resumed - T0) / S, 100.0, step=11))).state == (
+        JobState.HEALTHY
+    )
+    (v,) = corr.verdicts()
+    assert v.state == JobState.HEALTHY
+    assert corr.reevaluate() == []
+
+
+def test_hosts_of_the_job_are_known_from_its_step_reports_alone():
+    """Without any NCCL lines the job's candidate links are its hosts' NIC cables."""
+    corr = Correlator(_fabric())
+    _feed(corr, _steady(10))
+    links = corr.job_links(JOB)
+    assert set(links) == {
+        corr.fabric.link_at[Endpoint(HOST_A, nic)] for nic in corr.fabric.host_nics[HOST_A]
+    }
