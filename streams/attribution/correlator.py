@@ -234,14 +234,14 @@ class Correlator:
             interval = pace.interval_ns(now) or 0
             note = as_evidence.progress_stopped(last, interval, overdue)
             # Dated by the report that never came, as stall_time dates it once errors arrive.
-            since = last + interval
-            verdict = self._judge(job, since, upto_ns, corroborated, JobState.STALLED, (note,))
+            missed = last + interval
+            verdict = self._judge(job, missed, upto_ns, corroborated, JobState.STALLED, (note,))
             if verdict.cause_kind != CauseKind.UNKNOWN:
                 return verdict
-        since = pace.slow_since(upto_ns)
-        if since is not None:
-            note = as_evidence.slowdown(since, pace.peak_ratio, pace.normal)
-            return self._judge(job, since, upto_ns, corroborated, JobState.SLOW, (note,))
+        slowed = pace.slow_since(upto_ns)
+        if slowed is not None:
+            note = as_evidence.slowdown(slowed, pace.peak_ratio, pace.normal)
+            return self._judge(job, slowed, upto_ns, corroborated, JobState.SLOW, (note,))
         return healthy_verdict(view)
 
     def _judge(
