@@ -23,6 +23,8 @@ hang came from outside the fabric (`app-hang`: the only right answer is to blame
 - top-3: the culprit is among the first three candidates (or top-1 holds); for a non-fabric
   job: nothing blamed. The state is not checked.
 - n/l: node-vs-link: the verdict's cause kind (link, node, unknown) is the true one.
+- side: the verdict's diagnosis names the failed side as the truth does (host NIC, switch
+  port, optic, link errors, PFC source, GPU; nothing for a non-fabric job).
 - fb-hlth: false blames on healthy jobs (blamed, or seen stalled/slow) / healthy jobs.
 - fb-nonf: false blames on non-fabric jobs (anything blamed) / non-fabric jobs.
 - wrong: blames on fabric jobs that name something other than the culprit / fabric jobs.
@@ -82,6 +84,7 @@ class JobScore:
     top1: bool
     top3: bool
     kind_ok: bool
+    side_ok: bool
     false_blame: bool
     confidence: float
     after_fault_s: float | None = None
@@ -127,6 +130,7 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
             top1=False,
             top3=False,
             kind_ok=False,
+            side_ok=False,
             false_blame=blamed or seen in (JobState.STALLED, JobState.SLOW),
             confidence=confidence,
         )
@@ -136,7 +140,7 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
     state_ok = seen == want["state"]
     if v is None:  # never seen: nothing right, nothing blamed
         no = False
-        return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, 0.0)
+        return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, no, 0.0)
     if group == FABRIC:
         right = culprit is not None and v.cause_kind == cause and _blamed_name(v) == culprit
         names = [(str(c.kind), c.link.link_id if c.link else c.node) for c in v.candidates[:3]]
@@ -161,6 +165,7 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
         top1=top1,
         top3=top3,
         kind_ok=v.cause_kind == cause,
+        side_ok=v.diagnosis == (want.get("diagnosis") or ""),
         false_blame=blamed and not right,
         confidence=confidence,
         after_fault_s=(decided - fault_at) / NS
@@ -192,6 +197,7 @@ class Tally:
     top1: int = 0
     top3: int = 0
     kind_ok: int = 0
+    side_ok: int = 0
     healthy: int = 0
     healthy_blamed: int = 0
     non_fabric: int = 0
@@ -217,6 +223,7 @@ class Tally:
             self.top1 += s.top1
             self.top3 += s.top3
             self.kind_ok += s.kind_ok
+            self.side_ok += s.side_ok
             if s.group == FABRIC:
                 self.fabric += 1
                 self.fabric_wrong += s.false_blame
@@ -283,6 +290,7 @@ COLUMNS = (
     ("top-1", 8),
     ("top-3", 8),
     ("n/l", 8),
+    ("side", 8),
     ("fb-hlth", 7),
     ("fb-nonf", 7),
     ("wrong", 7),
@@ -319,6 +327,7 @@ def format_row(case: str, t: Tally) -> str:
         _count(t.top1, t.affected),
         _count(t.top3, t.affected),
         _count(t.kind_ok, t.affected),
+        _count(t.side_ok, t.affected),
         _frac(t.healthy_blamed, t.healthy),
         _frac(t.non_fabric_blamed, t.non_fabric),
         _frac(t.fabric_wrong, t.fabric),

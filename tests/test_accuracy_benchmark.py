@@ -3,6 +3,7 @@ simulation): what counts as top-1, top-3, node-vs-link, a false blame, and how i
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -343,3 +344,12 @@ def test_calibration_counts_only_blames_on_affected_jobs_and_their_top1_share() 
     assert [(b.blames, b.right) for b in bins] == [(0, 0), (1, 1), (0, 0), (0, 0), (2, 1)]
     assert bins[4].share == 0.5
     assert bins[0].share is None
+
+
+def test_the_side_is_right_only_when_the_diagnosis_names_the_truths() -> None:
+    truth = _truth("nic-down", j1=_truth_job(diagnosis="host-nic"))
+    named = dataclasses.replace(_verdict(link="L1"), diagnosis="host-nic")
+    wrong_side = dataclasses.replace(_verdict(link="L1"), diagnosis="switch-port")
+    assert _one(truth, named).side_ok
+    assert not _one(truth, wrong_side).side_ok
+    assert _one(truth, wrong_side).top1  # the right cable, the wrong end of it

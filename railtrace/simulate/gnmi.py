@@ -131,6 +131,17 @@ def json_messages(item: PortSample | PortState, platform: str) -> list[dict[str,
             [("in-pause-pkts", c["pfc_rx"]), ("out-pause-pkts", c["pfc_tx"])],
         )
     )
+    if item.rx_power_dbm is not None:
+        msgs.append(
+            _json_msg(
+                dev,
+                platform,
+                "optics",
+                ts,
+                f"components/component[name={iface}]/transceiver/state",
+                [("input-power/instant", f"{item.rx_power_dbm:.2f}")],
+            )
+        )
     return msgs
 
 
@@ -179,6 +190,13 @@ def event_messages(item: PortSample | PortState, platform: str) -> list[list[dic
             ]
         }
         out.append([_event(dev, platform, "fec", ts, iface, fec)])
+    if item.rx_power_dbm is not None and platform != "sonic":
+        power = {
+            "/components/component/transceiver/state/input-power/instant": (
+                f"{item.rx_power_dbm:.2f}"
+            )
+        }
+        out.append([_event(dev, platform, "optics", ts, iface, power, None, "component_name")])
     return out
 
 

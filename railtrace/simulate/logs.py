@@ -232,7 +232,12 @@ def _dmesg(strike: Strike) -> LogFile:
 def _nic_dmesg(sc: Scenario, strike: Strike) -> LogFile | None:
     """The host's kernel lines when the struck link is a host's cable: the NIC loses its
     carrier whichever end failed, and when the NIC itself failed, the driver says so first."""
-    if strike.link is None or strike.kind not in (Fault.NIC_DOWN, Fault.LINK_DOWN, Fault.FLAP):
+    if strike.link is None or strike.kind not in (
+        Fault.NIC_DOWN,
+        Fault.LINK_DOWN,
+        Fault.FLAP,
+        Fault.OPTIC,
+    ):
         return None
     nic = next((e for e in (strike.link.a, strike.link.b) if e.device in strike.job.hosts), None)
     if nic is None:

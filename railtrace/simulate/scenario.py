@@ -32,7 +32,8 @@ class Fault(StrEnum):
     stays up but corrupts a small share of frames: the job slows down and never hangs.
     `pfc-storm` is a NIC that stops draining its queue: its pauses spread upstream through the
     leaf and the spines, so many ports see storms while one is the source. `several` strikes
-    two jobs at once with different faults.
+    two jobs at once with different faults. `optic` is a transceiver dying on a host's cable:
+    its receive power falls for minutes, errors follow, then the link goes down.
     """
 
     LINK_DOWN = "link-down"
@@ -41,6 +42,7 @@ class Fault(StrEnum):
     PFC_STORM = "pfc-storm"
     NIC_DOWN = "nic-down"
     GPU_XID = "gpu-xid"
+    OPTIC = "optic"
     GRAY = "gray"
     APP_HANG = "app-hang"
     SEVERAL = "several"
@@ -48,7 +50,11 @@ class Fault(StrEnum):
 
 
 #: Faults that the affected job's NICs see as transport errors against a peer.
-TRANSPORT_FAULTS = frozenset({Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN})
+TRANSPORT_FAULTS = frozenset(
+    {Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN, Fault.OPTIC}
+)
+#: Faults on a host's cable only (the switch end is a leaf).
+HOST_CABLE_FAULTS = frozenset({Fault.NIC_DOWN, Fault.PFC_STORM, Fault.OPTIC})
 #: Faults that slow a job down rather than stop it.
 SLOWING_FAULTS = frozenset({Fault.GRAY})
 #: What `several` draws from: one fault for the first job, another for the second.
@@ -110,10 +116,11 @@ class Scenario:
     fabric: Fabric
     jobs: list[SimJob]
     start_ns: int
-    end_ns: int
+    end_ns: int  # of the logs
     sample_s: int
     watchdog_s: int
     strikes: list[Strike] = field(default_factory=list)
+    telemetry_end_ns: int = 0  # the switches' samples stop here
     unrelated: list[Anomaly] = field(default_factory=list)
     address: dict[Endpoint, str] = field(default_factory=dict)
 
@@ -210,13 +217,18 @@ def plan_scenario(
     elif fault not in (Fault.NONE, Fault.SEVERAL):
         _strike(rng, sc, fault, jobs[0], at, set())
     _add_unrelated(rng, sc, used)
-    last = max([sc.start_ns + 240 * NS] + [a.at_ns + 60 * NS for a in sc.unrelated])
+    # Telemetry covers the faults and what follows them; the logs go on until the watchdogs
+    # have fired, as a capture taken after a job died holds them.
+    telemetry = max([sc.start_ns + 240 * NS] + [a.at_ns + 60 * NS for a in sc.unrelated])
+    last = telemetry
     for strike in sc.strikes:
+        telemetry = max(telemetry, strike.at_ns + 180 * NS)
         if strike.job.stalled_ns is not None:
             last = max(last, strike.job.stalled_ns + (watchdog_s + 45) * NS)
         if strike.job.slowed_ns is not None:
-            last = max(last, strike.job.slowed_ns + 300 * NS)
-    sc.end_ns = last
+            telemetry = max(telemetry, strike.job.slowed_ns + 300 * NS)
+    sc.telemetry_end_ns = telemetry
+    sc.end_ns = max(last, telemetry)
     return sc
 
 
@@ -241,7 +253,7 @@ def _strike(
         return strike
     host_links = sorted(({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows}) - avoid)
     fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]} - avoid)
-    if kind in (Fault.NIC_DOWN, Fault.PFC_STORM) or not fabric_links or rng.random() < 0.5:
+    if kind in HOST_CABLE_FAULTS or not fabric_links or rng.random() < 0.5:
         lid = rng.choice(host_links)
     else:
         lid = rng.choice(fabric_links)

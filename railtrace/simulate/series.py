@@ -33,6 +33,8 @@ class PortSample:
     ts_ns: int
     port: Endpoint
     counters: dict[str, int]
+    #: The transceiver's receive power, for the ports whose optics are watched (None: not).
+    rx_power_dbm: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,8 @@ class _Effects:
         self.sc = sc
         self.state_changes: dict[Endpoint, list[tuple[int, bool]]] = {}
         self._ports: dict[str, list[tuple[Endpoint, str]]] | None = None
+        self.watched_optics: set[Endpoint] = set()
+        self.dying_optics: dict[Endpoint, int] = {}
         self.troubles: list[tuple[Fault, LinkRef, int, bool]] = []  # kind, link, at, is_fault
         for strike in sc.strikes:
             if strike.link is not None:
@@ -65,15 +69,15 @@ class _Effects:
             self.troubles.append((anomaly.kind, anomaly.link, anomaly.at_ns, False))
         for kind, link, at, is_fault in self.troubles:
             ends = [e for e in (link.a, link.b) if sc.fabric.role(e.device) != Role.HOST]
-            if kind is Fault.NIC_DOWN:
+            if kind in (Fault.NIC_DOWN, Fault.OPTIC):
                 changes = [(at, False)]
             elif kind is Fault.LINK_DOWN:
                 changes = [(at, False)] if is_fault else [(at, False), (at + 45 * NS, True)]
             elif kind is Fault.FLAP:
                 changes = _flap_schedule(at)
             else:
-                self._counters(kind, link, at, ends, rng)
-                continue
+                changes = []
+            self._counters(kind, link, at, ends, rng)
             for end in ends:
                 self.state_changes.setdefault(end, []).extend(changes)
 
@@ -93,6 +97,28 @@ class _Effects:
                 self._add(end, at, in_fcs_errors=fcs, in_errors=fcs, fec_uncorrectable=fec)
         elif kind is Fault.PFC_STORM:
             self._pfc_spread(link, at)
+        if kind is Fault.OPTIC:
+            # Errors in the last half minute before the light is too weak to hold the link.
+            for end in ends:
+                self._add(end, at - 30 * NS, at, in_fcs_errors=40.0, in_errors=40.0)
+                self.dying_optics[end] = at
+            # The switch's optics are watched: every port of the leaf reports its power.
+            for end in ends:
+                for port, _ in self.ports_of(end.device):
+                    self.watched_optics.add(port)
+
+    def rx_power(self, port: Endpoint, t: int, noise: float) -> float | None:
+        """Receive power of a watched port: steady near -2 dBm, or falling over the three
+        minutes before a dying optic fails, through -10 dBm (the alarm) to no light."""
+        if port not in self.watched_optics:
+            return None
+        healthy = -2.0 + noise
+        fails = self.dying_optics.get(port)
+        if fails is None or t < fails - 180 * NS:
+            return healthy
+        if t >= fails:
+            return -40.0
+        return healthy - 12.0 * (t - (fails - 180 * NS)) / (180 * NS)
 
     def _add(self, port: Endpoint, start: int, until: int | None = None, **rates: float) -> None:
         self.rates.setdefault(port, []).append((start, until, rates))
@@ -201,7 +227,7 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
     out = sorted(events, key=lambda e: (e.ts_ns, e.port.device, e.port.interface))
     yield from out
     step = sc.sample_s * NS
-    for k in range(1, (sc.end_ns - sc.start_ns) // step + 1):
+    for k in range(1, (sc.telemetry_end_ns - sc.start_ns) // step + 1):
         tick = sc.start_ns + k * step
         for port, _ in ports:
             t = tick + jitter[port.device]
@@ -222,7 +248,8 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
             c[4] += int(extra["fec_uncorrectable"] * sc.sample_s)
             c[5] += int(extra["pfc_rx"] * sc.sample_s) + rng.randrange(3)
             c[6] += int(extra["pfc_tx"] * sc.sample_s) + rng.randrange(3)
-            yield PortSample(t, port, dict(zip(COUNTER_FIELDS, c, strict=True)))
+            power = effects.rx_power(port, t, rng.uniform(-0.3, 0.3))
+            yield PortSample(t, port, dict(zip(COUNTER_FIELDS, c, strict=True)), power)
 
 
 __all__ = ["COUNTER_FIELDS", "Anomaly", "PortSample", "PortState", "port_series"]

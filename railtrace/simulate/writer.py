@@ -53,6 +53,19 @@ def _link_json(ref: LinkRef | None) -> dict[str, Any] | None:
     }
 
 
+#: The side of the culprit each fault is, as a verdict's diagnosis should name it.
+SIDE: dict[Fault, str] = {
+    Fault.LINK_DOWN: "switch-port",
+    Fault.FLAP: "switch-port",
+    Fault.CRC_BURST: "link-errors",
+    Fault.GRAY: "link-errors",
+    Fault.PFC_STORM: "pfc-source",
+    Fault.NIC_DOWN: "host-nic",
+    Fault.OPTIC: "optic",
+    Fault.GPU_XID: "gpu",
+}
+
+
 def truth(sc: Scenario) -> dict[str, Any]:
     """What really happened, for scoring verdicts; never read by replay."""
     jobs = {}
@@ -71,6 +84,7 @@ def truth(sc: Scenario) -> dict[str, Any]:
             "ranks": job.ranks,
             "state": state,
             "fault": str(strike.kind) if strike else None,
+            "diagnosis": SIDE.get(strike.kind, "") if strike else None,
             "cause": cause,
             "link": _link_json(strike.link) if strike else None,
             "node": strike.node if strike else None,

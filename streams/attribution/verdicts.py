@@ -209,6 +209,7 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
 
 def diagnose(
     best: Candidate,
+    obs: Observations,
     view: JobView,
     fabric: Fabric,
     window: TimeWindow,
@@ -243,14 +244,15 @@ def diagnose(
     )
     if failed:
         return Diagnosis.HOST_NIC, as_evidence.nic(failed[0])
-    kinds = {e.kind for e in best.evidence}
-    if str(LinkEventKind.RX_POWER_LOW) in kinds:
+    lid = best.link.link_id
+    kinds = {e.kind for e in obs.events.get(lid, ())}
+    if LinkEventKind.RX_POWER_LOW in kinds:
         return Diagnosis.OPTIC, None
-    if "pfc-source" in kinds or str(LinkEventKind.PFC_STORM) in kinds:
+    if lid in obs.pfc_sources or (LinkEventKind.PFC_STORM in kinds and lid not in obs.pfc_victims):
         return Diagnosis.PFC_SOURCE, None
-    if kinds & {str(LinkEventKind.DOWN), str(LinkEventKind.FLAP)}:
+    if kinds & {LinkEventKind.DOWN, LinkEventKind.FLAP}:
         return Diagnosis.SWITCH_PORT, None
-    if kinds & {str(LinkEventKind.ERROR_BURST), str(LinkEventKind.FEC_UNCORRECTABLE)}:
+    if kinds & {LinkEventKind.ERROR_BURST, LinkEventKind.FEC_UNCORRECTABLE}:
         return Diagnosis.LINK_ERRORS, None
     return None, None
 
@@ -323,7 +325,7 @@ def build_verdict(
             ranks,
             hosts,
         )
-    diagnosis, host_side = diagnose(best, view, fabric, window, stalled_at, upto_ns)
+    diagnosis, host_side = diagnose(best, obs, view, fabric, window, stalled_at, upto_ns)
     if host_side is not None:
         evidence.append(host_side)
     evidence = sorted(
