@@ -150,3 +150,19 @@ def test_ras_peer_declared_dead_info_line_synthetic() -> None:
     )
     (r,) = of_type(facts, RasReport)
     assert r.host == "10.1.2.3"
+
+
+def test_a_failed_firmware_command_is_not_a_dead_nic_and_carrier_lost_is_a_link_down() -> None:
+    from railtrace.streams.logs.parser import parse_lines
+    from railtrace.streams.records import NicEvent
+
+    lines = [
+        "May  3 10:00:01 hgx-1 kernel: mlx5_core 0000:5e:00.0: mlx5_cmd_out_err:838:(pid 1): "
+        "QUERY_VPORT_COUNTER(0x770) op_mod(0x0) failed, status internal error(0x1), "
+        "syndrome (0x3)",
+        "May  3 10:00:02 hgx-1 kernel: mlx5_core 0000:5e:00.0 ens1f0np0: Link down, carrier lost",
+    ]
+    facts, stats = parse_lines(lines, job_id="j", source="k", year_hint=2026)
+    nics = [f for f in facts if isinstance(f, NicEvent)]
+    assert [(n.state, n.netdev) for n in nics] == [("down", "ens1f0np0")]
+    assert stats.malformed == 0

@@ -245,8 +245,15 @@ def diagnose(
     if failed:
         return Diagnosis.HOST_NIC, as_evidence.nic(failed[0])
     lid = best.link.link_id
-    kinds = {e.kind for e in obs.events.get(lid, ())}
-    if LinkEventKind.RX_POWER_LOW in kinds:
+    events = obs.events.get(lid, [])
+    kinds = {e.kind for e in events}
+    # A receiver goes dark once its link is down, whichever end failed: only receive power
+    # that fell before the link went down says the optic was dying.
+    went_down = min((e.ts_ns for e in events if e.kind == LinkEventKind.DOWN), default=None)
+    if any(
+        e.kind == LinkEventKind.RX_POWER_LOW and (went_down is None or e.ts_ns < went_down)
+        for e in events
+    ):
         return Diagnosis.OPTIC, None
     if lid in obs.pfc_sources or (LinkEventKind.PFC_STORM in kinds and lid not in obs.pfc_victims):
         return Diagnosis.PFC_SOURCE, None

@@ -26,7 +26,9 @@ _MLX5 = re.compile(
     r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
     r"(?: (?P<netdev>[\w.\-]+))?: (?P<msg>.*)"
 )
-_FAILED = ("health compromised", "fatal error", "firmware fatal", "internal error")
+# Not "internal error": the driver prints it for one failed firmware command, not a dead NIC.
+_FAILED = ("health compromised", "fatal error", "firmware fatal")
+_LINK = re.compile(r"\blink (down|up)\b")
 # After a syslog or journal stamp: "host kernel: ..." or (busybox) "host kern.info kernel: ...".
 _SYSLOG_HOST = re.compile(r"\s*([\w.\-]+) (?:[a-z]+\.[a-z]+ )?kernel: ")
 
@@ -55,12 +57,11 @@ class KernelRules:
             return []
         msg = m.group("msg").strip()
         lowered = msg.lower()
-        if lowered.endswith("link down"):
-            state = "down"
-        elif lowered.endswith("link up"):
-            state = "up"
-        elif any(mark in lowered for mark in _FAILED):
+        link = _LINK.search(lowered)
+        if any(mark in lowered for mark in _FAILED):
             state = "failed"
+        elif link is not None:
+            state = link.group(1)
         else:
             return []
         return [
