@@ -137,6 +137,13 @@ class CauseOut(BaseModel):
     link: LinkOut | None
     node: str | None
     confidence: float
+    diagnosis: str = Field(
+        "",
+        description=(
+            "Which side failed, as far as the evidence tells: host-nic, switch-port, optic, "
+            "link-errors, pfc-source or gpu; empty when unknown."
+        ),
+    )
 
 
 class VerdictOut(BaseModel):
@@ -171,6 +178,7 @@ class VerdictOut(BaseModel):
                 link=LinkOut.from_record(v.cause_link),
                 node=v.cause_node,
                 confidence=v.confidence,
+                diagnosis=v.diagnosis,
             ),
             candidates=[CandidateOut.from_record(i, c) for i, c in enumerate(ranked, 1)],
             evidence=[EvidenceOut.from_record(e) for e in v.evidence],
@@ -194,6 +202,7 @@ class VerdictOut(BaseModel):
             evidence=tuple(e.to_record() for e in self.evidence),
             ranks=self.ranks,
             hosts=self.hosts,
+            diagnosis=self.cause.diagnosis,
         )
 
 

@@ -17,7 +17,7 @@ import urllib.request
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -742,20 +742,20 @@ def _self_command() -> str:
     return "railtrace"
 
 
-def _say_truth(truth: dict[str, object]) -> None:
-    link = truth.get("fault_link")
-    node = truth.get("fault_node")
-    if isinstance(link, dict):
-        console.print(f"Simulated fault: {truth['fault']} on link {link['id']}")
-    elif node:
-        console.print(f"Simulated fault: {truth['fault']} on node {node}")
-    elif truth.get("fault") == "app-hang":
-        console.print(
-            "Simulated fault: app-hang (a job stops for a reason outside the fabric, as an "
-            "unrelated link goes down; the right verdict names no link)"
-        )
-    else:
+def _say_truth(truth: dict[str, Any]) -> None:
+    """What the simulator did, per job it struck, to compare with the verdicts above."""
+    struck = [(j, t) for j, t in sorted(truth["jobs"].items()) if t["state"] != "healthy"]
+    if not struck:
         console.print("Simulated fault: none (only unrelated anomalies on idle links)")
+    for job, t in struck:
+        if t.get("link"):
+            where = f"link {t['link']['id']}"
+        elif t.get("node"):
+            where = f"node {t['node']}"
+        else:
+            where = "nothing in the fabric (the right verdict names no link)"
+        side = f", side {t['diagnosis']}" if t.get("diagnosis") else ""
+        console.print(f"Simulated: job {job} {t['state']} by {t['fault']} on {where}{side}")
 
 
 token_app = typer.Typer(

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from railtrace.api.schemas import CablingDifferenceOut, EndpointOut, NodeOut, iso_utc
 from railtrace.replay import ReplayReport
-from railtrace.streams.records import CauseKind, JobState, Verdict
+from railtrace.streams.records import DIAGNOSIS_TEXT, CauseKind, JobState, Verdict
 
 _STATE_STYLE = {
     JobState.STALLED: "bold red",
@@ -18,17 +18,18 @@ _STATE_STYLE = {
 
 
 def cause_text(v: Verdict) -> str:
+    side = f" ({DIAGNOSIS_TEXT.get(v.diagnosis, v.diagnosis)})" if v.diagnosis else ""
     if v.cause_kind == CauseKind.LINK and v.cause_link is not None:
         a, b = v.cause_link.a, v.cause_link.b
-        return f"link {a.device}:{a.interface} <-> {b.device}:{b.interface}"
+        return f"link {a.device}:{a.interface} <-> {b.device}:{b.interface}{side}"
     if v.cause_kind == CauseKind.NODE and v.cause_node is not None:
-        return f"node {v.cause_node}"
-    return "unknown" if v.state == JobState.STALLED else "-"
+        return f"node {v.cause_node}{side}"
+    return "unknown" if v.state in (JobState.STALLED, JobState.SLOW) else "-"
 
 
 def verdict_table(verdicts: list[Verdict], title: str = "Jobs and verdicts") -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("job", "state", "ranks", "stalled at (UTC)", "cause", "confidence", "known after"):
+    for col in ("job", "state", "ranks", "since (UTC)", "cause", "confidence", "known after"):
         table.add_column(col, no_wrap=col in {"job", "state"}, overflow="fold")
     for v in verdicts:
         after = ""
@@ -40,7 +41,7 @@ def verdict_table(verdicts: list[Verdict], title: str = "Jobs and verdicts") -> 
             str(v.ranks),
             iso_utc(v.stalled_at_ns)[:19].replace("T", " ") if v.stalled_at_ns else "",
             cause_text(v),
-            f"{v.confidence:.2f}" if v.state == JobState.STALLED else "",
+            f"{v.confidence:.2f}" if v.state in (JobState.STALLED, JobState.SLOW) else "",
             after,
         )
     return table
@@ -82,6 +83,13 @@ def replay_summary(console: Console, report: ReplayReport) -> None:
             f"{len(report.plan_errors)} cabling-plan problems"
             + (f" (first: {report.plan_errors[0]})" if report.plan_errors else "")
         )
+    if report.cabling:
+        console.print(
+            f"[yellow]Cabling unlike cables.csv (LLDP), {len(report.cabling)} ports;[/] "
+            "miswired ones were replayed as cabled:"
+        )
+        for d in report.cabling[:10]:
+            console.print(f"  {d.kind}: {d.describe()}")
 
 
 def _end(end: EndpointOut | None) -> str:

@@ -366,6 +366,17 @@ class Diagnosis(StrEnum):
     GPU = "gpu"  # a GPU of the node failed (Xid)
 
 
+#: How each diagnosis reads next to the culprit, in a terminal or an alert.
+DIAGNOSIS_TEXT: dict[str, str] = {
+    Diagnosis.HOST_NIC: "the host's NIC failed",
+    Diagnosis.SWITCH_PORT: "went down at the switch, NIC healthy",
+    Diagnosis.OPTIC: "optic dying: receive power fell first",
+    Diagnosis.LINK_ERRORS: "up but corrupting frames",
+    Diagnosis.PFC_SOURCE: "source of spreading PFC pauses",
+    Diagnosis.GPU: "GPU failed",
+}
+
+
 class CauseKind(StrEnum):
     LINK = "link"
     NODE = "node"

@@ -464,7 +464,10 @@ def test_demo_shows_the_stalled_job_and_the_link_it_simulated(tmp_path: Path) ->
     link = truth["fault_link"]
     assert f"│ {stalled[0]} │ stalled │" in out
     assert f"{link['a']['device']}:{link['a']['interface']} <->" in out
-    assert f"Simulated fault: link-down on link {link['id']}" in out
+    assert (
+        f"Simulated: job {stalled[0]} stalled by link-down on link {link['id']}, side switch-port"
+        in out
+    )
     assert f"railtrace verdict {stalled[0]} --data {workdir / 'data'}" in out
     assert (workdir / DEMO_MARK).exists()
 

@@ -157,6 +157,7 @@ def test_the_list_shows_the_stalled_job_and_leads_to_its_incident(
     page.wait_for_url(f"**/incidents/{job}")
     _loaded(page)
     assert page.locator("#cause").inner_text() == served.truth["fault_link"]["id"]
+    assert page.locator("#side").inner_text() == "went down at the switch, NIC healthy"
     assert page.problems == []
 
 

@@ -112,3 +112,27 @@ def test_truth_file_is_never_read_by_replay(tmp_path: Path) -> None:
     (cap / "truth.json").write_bytes(orjson.dumps({"lies": True}))
     report = replay(open_capture(cap), DiscardSink())
     assert any(v.cause_kind == CauseKind.NODE for v in report.verdicts)
+
+
+def test_a_miswired_host_is_replayed_as_cabled_and_the_cable_really_there_is_blamed(
+    tmp_path: Path,
+) -> None:
+    """Two of a host's cables are swapped at the leaves. LLDP shows it; the replay attributes
+    on the fabric as cabled, names the cable that is really on the port that went down, and
+    says it is not where the plan puts it. Without LLDP the plan's cable is blamed instead."""
+    cap = tmp_path / "cap"
+    truth = write_capture(cap, 64, Fault.MISWIRE, 3, watchdog_s=WATCHDOG_S)
+    report = replay(open_capture(cap), DiscardSink())
+    assert sorted(d.kind for d in report.cabling) == ["miswired", "miswired"]
+    (job,) = [j for j, t in truth["jobs"].items() if t["state"] == "stalled"]
+    (v,) = [v for v in report.verdicts if v.job_id == job]
+    assert v.cause_link is not None and v.cause_link.link_id == truth["fault_link"]["id"]
+    assert any(e.kind == "miswired" and "the plan has" in e.detail for e in v.evidence)
+
+    for f in (cap / "gnmi").iterdir():  # the same capture without LLDP
+        lines = f.read_text().splitlines(keepends=True)
+        f.write_text("".join(line for line in lines if "lldp" not in line))
+    blind = replay(open_capture(cap), DiscardSink())
+    assert blind.cabling == []
+    (w,) = [w for w in blind.verdicts if w.job_id == job]
+    assert w.cause_link is not None and w.cause_link.link_id != truth["fault_link"]["id"]

@@ -57,6 +57,8 @@ class Fabric:
     nic_rail: dict[Endpoint, int] = field(default_factory=dict)
     host_nics: dict[str, tuple[str, ...]] = field(default_factory=dict)
     address_of: dict[str, Endpoint] = field(default_factory=dict)
+    #: Links cabled unlike the plan (see `asbuilt`), with what the plan says instead.
+    as_built: dict[str, str] = field(default_factory=dict)
 
     def role(self, device: str) -> Role | None:
         data = self.graph.nodes.get(device)

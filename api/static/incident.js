@@ -182,6 +182,16 @@ function linkUrl(linkId, stallNs) {
   return `/v1/links/${encodeURIComponent(linkId)}?${q}`;
 }
 
+// What each verdict diagnosis means, as the terminal says it (streams/records.py).
+const SIDES = {
+  "host-nic": "the host's NIC failed",
+  "switch-port": "went down at the switch, NIC healthy",
+  "optic": "optic dying: receive power fell first",
+  "link-errors": "up but corrupting frames",
+  "pfc-source": "source of spreading PFC pauses",
+  "gpu": "GPU failed",
+};
+
 function summaryCard(v) {
   const cause = v.cause;
   const delay = v.stalled_at_ns && v.decided_at_ns
@@ -191,8 +201,9 @@ function summaryCard(v) {
     el("dl", { class: "facts" },
       el("dt", { text: "cause" }),
       el("dd", { class: "culprit mono", id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
+      el("dt", { text: "side" }), el("dd", { id: "side", text: SIDES[cause.diagnosis] || "—" }),
       el("dt", { text: "confidence" }), el("dd", { text: `${Math.round(cause.confidence * 100)}%` }),
-      el("dt", { text: "stalled at" }), el("dd", { class: "mono", text: v.stalled_at || "—" }),
+      el("dt", { text: v.state === "slow" ? "slow since" : "stalled at" }), el("dd", { class: "mono", text: v.stalled_at || "—" }),
       el("dt", { text: "decided" }), el("dd", { text: delay }),
       el("dt", { text: "scale" }), el("dd", { text: `${v.ranks} ranks on ${v.hosts} hosts` })));
 }

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from railtrace.streams.records import (
+    DIAGNOSIS_TEXT,
     CablingEvent,
     CauseKind,
     Endpoint,
@@ -137,6 +138,7 @@ def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
             "Job": v.job_id,
             "State": str(v.state),
             "Cause": cause,
+            **({"Side": DIAGNOSIS_TEXT.get(v.diagnosis, v.diagnosis)} if v.diagnosis else {}),
             "Confidence": f"{v.confidence:.2f}",
             "Stalled at": _utc(v.stalled_at_ns),
             "Ranks / hosts": f"{v.ranks} / {v.hosts}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from railtrace.streams.records import Endpoint
-from railtrace.topology.cabling import parse_cables_csv, parse_hosts_csv
+from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
 
 GNMI_SUFFIXES = (".json", ".jsonl")
@@ -29,6 +29,8 @@ class Capture:
     plan_errors: list[str] = field(default_factory=list)
     gnmi_files: list[Path] = field(default_factory=list)
     log_files: dict[str, list[Path]] = field(default_factory=dict)
+    plan: CablePlan = field(default_factory=CablePlan)
+    addresses: dict[str, Endpoint] = field(default_factory=dict)
 
     @property
     def log_file_count(self) -> int:
@@ -63,4 +65,4 @@ def open_capture(root: Path) -> Capture:
             files = sorted(p for p in job_dir.rglob("*") if p.is_file())
             if files:
                 logs[job_dir.name] = files
-    return Capture(root, fabric, errors, gnmi, logs)
+    return Capture(root, fabric, errors, gnmi, logs, plan, addresses)

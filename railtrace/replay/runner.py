@@ -20,7 +20,9 @@ from railtrace.streams.attribution import TimeWindow
 from railtrace.streams.logs import LogParser
 from railtrace.streams.pipeline import Pipeline
 from railtrace.streams.records import (
+    CablingEvent,
     DeadLetter,
+    Endpoint,
     JobFact,
     LinkEvent,
     LinkSample,
@@ -28,6 +30,16 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
+from railtrace.streams.telemetry.lldp import LldpUpdate
+from railtrace.topology.asbuilt import as_built
+from railtrace.topology.fabric import Fabric, build_fabric
+from railtrace.topology.lldp import (
+    CablingDifference,
+    CablingWatch,
+    Neighbour,
+    PlanIndex,
+    check_cabling,
+)
 
 Progress = Callable[[str, int, int], None]  # stage, advance, total
 
@@ -40,6 +52,7 @@ class Sink(Protocol):
     def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
     def write_verdicts(self, rows: Sequence[Verdict]) -> None: ...
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
+    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
 
 
 class DiscardSink:
@@ -50,6 +63,7 @@ class DiscardSink:
     def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
     def write_verdicts(self, rows: Sequence[Verdict]) -> None: ...
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
+    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -75,6 +89,35 @@ class ReplayReport:
     #: Wall time of each pipeline step that changed a verdict: the verdict latency after the
     #: event that decided it.
     verdict_latency_s: list[float] = field(default_factory=list)
+    #: Ports whose LLDP neighbours differ from the plan; miswired ones were replayed as cabled.
+    cabling: list[CablingDifference] = field(default_factory=list)
+
+
+def _as_cabled(capture: Capture, lldp: list[LldpUpdate], report: ReplayReport) -> Fabric:
+    """The capture's fabric, rebuilt as cabled when the switches' LLDP neighbours show ports
+    cabled unlike the plan (the differences go to the report either way)."""
+    if not lldp:
+        return capture.fabric
+    index = PlanIndex.of(capture.plan)
+    watches: dict[str, CablingWatch] = {}
+    for update in sorted(lldp, key=lambda u: u.ts_ns):
+        watch = watches.get(update.device)
+        if watch is None:
+            watch = watches[update.device] = CablingWatch(update.device, index, 0)
+        watch.apply(update)
+    seen = [
+        Neighbour(Endpoint(device, interface), remote)
+        for device, watch in watches.items()
+        for interface, remotes in watch.neighbours().items()
+        for remote in remotes
+    ]
+    report.cabling = check_cabling(capture.plan, seen, set(watches))
+    built, notes = as_built(capture.plan, report.cabling)
+    if not notes:
+        return capture.fabric
+    fabric = build_fabric(built, capture.addresses)
+    fabric.as_built = notes
+    return fabric
 
 
 def year_hint(capture: Capture) -> int | None:
@@ -103,6 +146,7 @@ class _Decoded:
     per_file: list[list[TelemetryValue]] = field(default_factory=list)
     facts: list[JobFact] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    lldp: list[LldpUpdate] = field(default_factory=list)
 
 
 def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
@@ -111,7 +155,7 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
     files = len(capture.gnmi_files) + capture.log_file_count
     decoder = GnmicDecoder()
     for path in capture.gnmi_files:
-        values = decoder.feed_text(path.read_text(errors="replace"), str(path.name))
+        values = decoder.feed_text(path.read_text(errors="replace"), str(path.name), out.lldp)
         values.sort(key=lambda v: v.ts_ns)
         out.per_file.append(values)
         tick("decode", 1, files)
@@ -170,7 +214,8 @@ def replay(
     decoded = _decode(capture, report, tick)
     report.decode_s = time.perf_counter() - started
 
-    pipeline = Pipeline(capture.fabric, window)
+    fabric = _as_cabled(capture, decoded.lldp, report)
+    pipeline = Pipeline(fabric, window)
     out = _Batches(sink, batch_rows)
     total = report.telemetry_values + report.facts
     step = max(1, total // 200)
@@ -200,6 +245,8 @@ def replay(
     for i in range(0, len(decoded.facts), batch_rows):
         sink.write_job_facts(decoded.facts[i : i + batch_rows])
     sink.write_dead_letters(decoded.dead)
+    seen_at = min((u.ts_ns for u in decoded.lldp), default=0)
+    sink.write_cabling_events([d.event(seen_at) for d in report.cabling])
     sink.write_verdicts(report.verdicts)
     report.store_s = out.store_s + time.perf_counter() - t
     report.samples = out.written_samples

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from railtrace.simulate.series import PortSample, PortState
+from railtrace.simulate.series import PortNeighbour, PortSample, PortState
 
 GNMI_PORT = {"cumulus": 9339, "sonic": 8080, "arista": 6030}
 
@@ -65,9 +65,18 @@ def _event(
     return {"name": sub, "timestamp": ts, "tags": tags, "values": values}
 
 
-def json_messages(item: PortSample | PortState, platform: str) -> list[dict[str, Any]]:
-    """gnmic `json` format notifications for one sample or state change."""
+_LLDP = "lldp/interfaces/interface/neighbors/neighbor/state"
+
+
+def json_messages(
+    item: PortSample | PortState | PortNeighbour, platform: str
+) -> list[dict[str, Any]]:
+    """gnmic `json` format notifications for one sample, state change or LLDP neighbour."""
     dev, iface, ts = item.port.device, item.port.interface, item.ts_ns
+    if isinstance(item, PortNeighbour):
+        prefix = f"lldp/interfaces/interface[name={iface}]/neighbors/neighbor[id=1]/state"
+        updates = [("system-name", item.remote.device), ("port-id", item.remote.interface)]
+        return [_json_msg(dev, platform, "lldp", ts, prefix, updates)]
     if isinstance(item, PortState):
         return [
             _json_msg(
@@ -145,9 +154,17 @@ def json_messages(item: PortSample | PortState, platform: str) -> list[dict[str,
     return msgs
 
 
-def event_messages(item: PortSample | PortState, platform: str) -> list[list[dict[str, Any]]]:
+def event_messages(
+    item: PortSample | PortState | PortNeighbour, platform: str
+) -> list[list[dict[str, Any]]]:
     """gnmic `event` format: one array of events per notification."""
     dev, iface, ts = item.port.device, item.port.interface, item.ts_ns
+    if isinstance(item, PortNeighbour):
+        values = {
+            f"/{_LLDP}/system-name": item.remote.device,
+            f"/{_LLDP}/port-id": item.remote.interface,
+        }
+        return [[_event(dev, platform, "lldp", ts, iface, values, {"neighbor_id": "1"})]]
     if isinstance(item, PortState):
         return [
             [
@@ -200,7 +217,9 @@ def event_messages(item: PortSample | PortState, platform: str) -> list[list[dic
     return out
 
 
-def render(items: Iterator[PortSample | PortState], platform: str, fmt: str) -> Iterator[bytes]:
+def render(
+    items: Iterator[PortSample | PortState | PortNeighbour], platform: str, fmt: str
+) -> Iterator[bytes]:
     """Lines of a gnmic output file in format `fmt` ("json" or "event")."""
     for item in items:
         msgs: list[Any] = (

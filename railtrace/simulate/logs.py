@@ -237,6 +237,7 @@ def _nic_dmesg(sc: Scenario, strike: Strike) -> LogFile | None:
         Fault.LINK_DOWN,
         Fault.FLAP,
         Fault.OPTIC,
+        Fault.MISWIRE,
     ):
         return None
     nic = next((e for e in (strike.link.a, strike.link.b) if e.device in strike.job.hosts), None)

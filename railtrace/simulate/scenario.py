@@ -14,7 +14,8 @@ from enum import StrEnum
 
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import Role
-from railtrace.topology.fabric import Fabric, build_fabric
+from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.fabric import Fabric, build_fabric, link_id
 from railtrace.topology.paths import PathFinder
 from railtrace.topology.reference import SU_NODES, ReferenceDesign, rail_optimized
 
@@ -33,7 +34,9 @@ class Fault(StrEnum):
     `pfc-storm` is a NIC that stops draining its queue: its pauses spread upstream through the
     leaf and the spines, so many ports see storms while one is the source. `several` strikes
     two jobs at once with different faults. `optic` is a transceiver dying on a host's cable:
-    its receive power falls for minutes, errors follow, then the link goes down.
+    its receive power falls for minutes, errors follow, then the link goes down. `miswire` is a
+    host whose two cables were swapped at the leaves (the plan says otherwise; LLDP shows it),
+    and one of those cables goes down.
     """
 
     LINK_DOWN = "link-down"
@@ -43,6 +46,7 @@ class Fault(StrEnum):
     NIC_DOWN = "nic-down"
     GPU_XID = "gpu-xid"
     OPTIC = "optic"
+    MISWIRE = "miswire"
     GRAY = "gray"
     APP_HANG = "app-hang"
     SEVERAL = "several"
@@ -51,8 +55,10 @@ class Fault(StrEnum):
 
 #: Faults that the affected job's NICs see as transport errors against a peer.
 TRANSPORT_FAULTS = frozenset(
-    {Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN, Fault.OPTIC}
+    {Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN, Fault.OPTIC, Fault.MISWIRE}
 )
+#: Faults that take their link down for good.
+DOWN_FAULTS = frozenset({Fault.LINK_DOWN, Fault.NIC_DOWN, Fault.OPTIC, Fault.MISWIRE})
 #: Faults on a host's cable only (the switch end is a leaf).
 HOST_CABLE_FAULTS = frozenset({Fault.NIC_DOWN, Fault.PFC_STORM, Fault.OPTIC})
 #: Faults that slow a job down rather than stop it.
@@ -110,6 +116,9 @@ class Strike:
 
 @dataclass(slots=True)
 class Scenario:
+    """`design.plan` is the cabling plan (what `cables.csv` says); `fabric` is the fabric as
+    cabled, which traffic follows. They differ only where `miswired` lists cables."""
+
     seed: int
     fault: Fault
     design: ReferenceDesign
@@ -121,6 +130,7 @@ class Scenario:
     watchdog_s: int
     strikes: list[Strike] = field(default_factory=list)
     telemetry_end_ns: int = 0  # the switches' samples stop here
+    miswired: list[str] = field(default_factory=list)  # link ids of cables unlike the plan
     unrelated: list[Anomaly] = field(default_factory=list)
     address: dict[Endpoint, str] = field(default_factory=dict)
 
@@ -188,11 +198,15 @@ def plan_scenario(
     """Draw a whole incident from `seed`."""
     rng = random.Random(f"{nodes}-{fault}-{seed}")
     design = rail_optimized(nodes)
-    fabric = build_fabric(design.plan)
+    placed = _place_jobs(rng, design)
+    cabled, miswired = design.plan, list[str]()
+    if fault is Fault.MISWIRE:
+        cabled, miswired = _swap_two_cables(rng, design, rng.choice(placed[0]))
+    fabric = build_fabric(cabled)
     paths = PathFinder(fabric)
     start_ns = (1_778_000_000 + 86_400 * (seed % 365)) * NS  # spring 2026 onward, whole seconds
     jobs = []
-    for j, hosts in enumerate(_place_jobs(rng, design)):
+    for j, hosts in enumerate(placed):
         job = SimJob(
             job_id=str(4_810_000 + rng.randrange(10_000) * 10 + j),
             hosts=hosts,
@@ -203,6 +217,7 @@ def plan_scenario(
         job.flows = _ring_flows(rng, paths, hosts)
         jobs.append(job)
     sc = Scenario(seed, fault, design, fabric, jobs, start_ns, 0, sample_s, watchdog_s)
+    sc.miswired = miswired
     for h, host in enumerate(design.hosts):
         for rail in range(design.rails):
             sc.address[Endpoint(host, f"mlx5_{rail}")] = f"10.{rail}.{h // 250}.{h % 250 + 1}"
@@ -251,6 +266,9 @@ def _strike(
         return strike
     if kind is Fault.APP_HANG:
         return strike
+    if kind is Fault.MISWIRE:
+        strike.link = sc.fabric.links[rng.choice(sc.miswired)]
+        return strike
     host_links = sorted(({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows}) - avoid)
     fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]} - avoid)
     if kind in HOST_CABLE_FAULTS or not fabric_links or rng.random() < 0.5:
@@ -259,6 +277,22 @@ def _strike(
         lid = rng.choice(fabric_links)
     strike.link = sc.fabric.links[lid]
     return strike
+
+
+def _swap_two_cables(
+    rng: random.Random, design: ReferenceDesign, host: str
+) -> tuple[CablePlan, list[str]]:
+    """The plan with the leaf ends of two of `host`'s cables (neighbouring rails) swapped, and
+    the ids of the two cables as they are then cabled."""
+    rail = rng.randrange(design.rails - 1)
+    nics = {Endpoint(host, f"mlx5_{rail}"), Endpoint(host, f"mlx5_{rail + 1}")}
+    ours = [c for c in design.plan.cables if c.a in nics or c.b in nics]
+    first, second = sorted(ours, key=lambda c: (c.a, c.b))
+    nic = [c.a if c.a in nics else c.b for c in (first, second)]
+    leaf = [c.b if c.a in nics else c.a for c in (first, second)]
+    swapped = [Cable(nic[0], leaf[1]), Cable(nic[1], leaf[0])]
+    kept = [c for c in design.plan.cables if c not in (first, second)]
+    return CablePlan([*kept, *swapped]), [link_id(c.a, c.b) for c in swapped]
 
 
 def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:

@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from railtrace.simulate.scenario import FLOW_RATE, NS, Anomaly, Fault, Scenario
+from railtrace.simulate.scenario import DOWN_FAULTS, FLOW_RATE, NS, Anomaly, Fault, Scenario
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import Role
 
@@ -35,6 +35,15 @@ class PortSample:
     counters: dict[str, int]
     #: The transceiver's receive power, for the ports whose optics are watched (None: not).
     rx_power_dbm: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PortNeighbour:
+    """What a port's LLDP sees at its far end: the device and port as cabled."""
+
+    ts_ns: int
+    port: Endpoint
+    remote: Endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +78,10 @@ class _Effects:
             self.troubles.append((anomaly.kind, anomaly.link, anomaly.at_ns, False))
         for kind, link, at, is_fault in self.troubles:
             ends = [e for e in (link.a, link.b) if sc.fabric.role(e.device) != Role.HOST]
-            if kind in (Fault.NIC_DOWN, Fault.OPTIC):
+            if kind is Fault.LINK_DOWN and not is_fault:
+                changes = [(at, False), (at + 45 * NS, True)]  # unrelated: back up
+            elif kind in DOWN_FAULTS:
                 changes = [(at, False)]
-            elif kind is Fault.LINK_DOWN:
-                changes = [(at, False)] if is_fault else [(at, False), (at + 45 * NS, True)]
             elif kind is Fault.FLAP:
                 changes = _flap_schedule(at)
             else:
@@ -201,7 +210,7 @@ def _traffic(sc: Scenario) -> dict[Endpoint, list[Load]]:
     return loads
 
 
-def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
+def port_series(sc: Scenario) -> Iterator[PortSample | PortState | PortNeighbour]:
     """All samples and state changes of the incident, in time order."""
     rng = random.Random(f"series-{sc.seed}-{sc.fault}")
     effects = _Effects(sc)
@@ -219,9 +228,17 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
     # One port's octet counter is about to wrap, as 64-bit counters on long-lived ports do.
     counters[ports[rng.randrange(len(ports))][0]][0] = 2**64 - 3 * 10**11
     jitter = {dev: rng.randrange(0, 400) * 1_000_000 for dev in {p.device for p, _ in ports}}
-    events: list[PortSample | PortState] = [
+    events: list[PortSample | PortState | PortNeighbour] = [
         PortState(sc.start_ns + jitter[p.device], p, True) for p, _ in ports
     ]
+    # Every port's LLDP neighbour, once at the start, as cabled (not as planned).
+    for port, lid in ports:
+        ref = sc.fabric.links[lid]
+        events.append(
+            PortNeighbour(
+                sc.start_ns + jitter[port.device], port, ref.b if ref.a == port else ref.a
+            )
+        )
     for port, changes in effects.state_changes.items():
         events.extend(PortState(at + 150_000_000, port, up) for at, up in changes)
     out = sorted(events, key=lambda e: (e.ts_ns, e.port.device, e.port.interface))
@@ -252,4 +269,4 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState]:
             yield PortSample(t, port, dict(zip(COUNTER_FIELDS, c, strict=True)), power)
 
 
-__all__ = ["COUNTER_FIELDS", "Anomaly", "PortSample", "PortState", "port_series"]
+__all__ = ["COUNTER_FIELDS", "Anomaly", "PortNeighbour", "PortSample", "PortState", "port_series"]

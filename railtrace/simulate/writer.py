@@ -18,7 +18,7 @@ import orjson
 from railtrace.simulate.gnmi import render
 from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
-from railtrace.simulate.series import PortSample, PortState, port_series
+from railtrace.simulate.series import PortNeighbour, PortSample, PortState, port_series
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.cabling import format_cables_csv
 from railtrace.topology.reference import SU_NODES
@@ -63,6 +63,7 @@ SIDE: dict[Fault, str] = {
     Fault.NIC_DOWN: "host-nic",
     Fault.OPTIC: "optic",
     Fault.GPU_XID: "gpu",
+    Fault.MISWIRE: "switch-port",
 }
 
 
@@ -130,7 +131,7 @@ def write_capture(
     (out_dir / "hosts.csv").write_text(_hosts_csv(sc))
     gnmi_dir = out_dir / "gnmi"
     gnmi_dir.mkdir(exist_ok=True)
-    by_device: dict[str, list[PortSample | PortState]] = defaultdict(list)
+    by_device: dict[str, list[PortSample | PortState | PortNeighbour]] = defaultdict(list)
     for item in port_series(sc):
         by_device[item.port.device].append(item)
     for device in sorted(by_device):

@@ -335,6 +335,9 @@ def build_verdict(
     diagnosis, host_side = diagnose(best, obs, view, fabric, window, stalled_at, upto_ns)
     if host_side is not None:
         evidence.append(host_side)
+    if best.link is not None and (note := fabric.as_built.get(best.link.link_id)):
+        # The engineer is sent to this cable: say it is not where the plan puts it.
+        evidence.append(Evidence(stalled_at, "topology", "miswired", best.link.link_id, note))
     evidence = sorted(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
     )[:MAX_EVIDENCE]

@@ -205,8 +205,11 @@ class GnmicDecoder:
     def __init__(self) -> None:
         self.stats = DecodeStats()
 
-    def feed_text(self, text: str, source: str) -> list[TelemetryValue]:
-        """Decode every message in `text`; bad chunks and messages become DeadLetters."""
+    def feed_text(
+        self, text: str, source: str, lldp: list[LldpUpdate] | None = None
+    ) -> list[TelemetryValue]:
+        """Decode every message in `text`; bad chunks and messages become DeadLetters. With
+        `lldp`, the LLDP neighbour news in the messages is appended to it."""
         out: list[TelemetryValue] = []
         for item in iter_messages(text, source):
             if isinstance(item, DeadLetter):
@@ -214,7 +217,16 @@ class GnmicDecoder:
                 continue
             self.stats.messages += 1
             try:
-                out.extend(decode_message(item, self.stats))
+                if lldp is None:
+                    out.extend(decode_message(item, self.stats))
+                    continue
+                parts = _parts(item)
+                out.extend(_values(parts, self.stats))
+                lldp.extend(
+                    LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
+                    for p in parts
+                    if p.lldp or p.lldp_deletes
+                )
             except DecodeError as exc:
                 raw = orjson.dumps(item)[:MAX_RAW_BYTES]
                 self.stats.dead_letter(DeadLetter(source, f"malformed message: {exc.reason}", raw))
