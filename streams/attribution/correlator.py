@@ -65,6 +65,9 @@ class _Job:
     view: JobView
     weights: LinkWeights | None = None
     verdict: Verdict | None = None
+    # (history version, event time) the verdict was judged at: a timer's re-judging is
+    # skipped while neither moved, since nothing it reads could have changed.
+    judged_at: tuple[int, int] | None = None
 
 
 class Correlator:
@@ -176,6 +179,8 @@ class Correlator:
                 if (job.verdict is not None and job.verdict.state in TROUBLED)
                 or job.view.pace.stopped(self.now_ns) is not None
             ]
+            unchanged = (self.history.version, self.now_ns)
+            job_ids = [j for j in job_ids if self._jobs[j].judged_at != unchanged]
         ids = sorted(job_ids)
         out = []
         for job_id in ids:
@@ -301,11 +306,12 @@ class Correlator:
         """
         victims: dict[str, tuple[int, str]] = {}
         sources: dict[str, tuple[int, str]] = {}
+        storms: dict[str, list[LinkEvent]] = {}  # per device: pauses it received, this window
         for lid, hits in sorted(events.items()):
             for e in hits:
                 if e.kind != LinkEventKind.PFC_STORM:
                     continue
-                cause = self._paused_elsewhere(self._pauser(lid, e), lo, hi)
+                cause = self._paused_elsewhere(self._pauser(lid, e), lo, hi, storms)
                 if cause is None:
                     continue
                 victims[lid] = (
@@ -313,7 +319,7 @@ class Correlator:
                     f"{cause.device} sends these pauses because it is itself paused on "
                     f"{cause.interface} ({cause.detail}): a victim, not the source",
                 )
-                source = self._spread_source(cause, lo, hi)
+                source = self._spread_source(cause, lo, hi, storms)
                 if source is not None and source in events and source not in sources:
                     sources[source] = (
                         e.ts_ns,
@@ -327,7 +333,9 @@ class Correlator:
         ref = self.fabric.links[lid]
         return ref.b if ref.a == Endpoint(e.device, e.interface) else ref.a
 
-    def _spread_source(self, storm: LinkEvent, lo: int, hi: int) -> str | None:
+    def _spread_source(
+        self, storm: LinkEvent, lo: int, hi: int, storms: dict[str, list[LinkEvent]]
+    ) -> str | None:
         """Follow pauses upstream from `storm` until a port nobody pauses further on."""
         seen: set[str] = set()
         while True:
@@ -335,27 +343,32 @@ class Correlator:
             if lid is None or lid in seen:
                 return None
             seen.add(lid)
-            cause = self._paused_elsewhere(self._pauser(lid, storm), lo, hi)
+            cause = self._paused_elsewhere(self._pauser(lid, storm), lo, hi, storms)
             if cause is None:
                 return lid
             storm = cause
 
-    def _paused_elsewhere(self, port: Endpoint, lo: int, hi: int) -> LinkEvent | None:
-        """A storm of pauses received by `port`'s switch on another of its ports."""
+    def _paused_elsewhere(
+        self, port: Endpoint, lo: int, hi: int, storms: dict[str, list[LinkEvent]]
+    ) -> LinkEvent | None:
+        """A storm of pauses received by `port`'s switch on another of its ports. `storms`
+        caches each device's received storms for the window: a spread touches a few switches
+        many times over."""
         if self.fabric.role(port.device) in (None, Role.HOST):
             return None
-        if self._ports is None:
-            self._ports = {}
-            for ep, lid in self.fabric.link_at.items():
-                self._ports.setdefault(ep.device, []).append(lid)
-        own = self.fabric.link_at.get(port)
-        for lid in self._ports.get(port.device, ()):
-            if lid == own:
-                continue
-            for o in self.history.between(lid, lo, hi):
-                if o.kind == LinkEventKind.PFC_STORM and o.device == port.device:
-                    return o
-        return None
+        received = storms.get(port.device)
+        if received is None:
+            if self._ports is None:
+                self._ports = {}
+                for ep, lid in self.fabric.link_at.items():
+                    self._ports.setdefault(ep.device, []).append(lid)
+            received = storms[port.device] = [
+                o
+                for lid in self._ports.get(port.device, ())
+                for o in self.history.between(lid, lo, hi)
+                if o.kind == LinkEventKind.PFC_STORM and o.device == port.device
+            ]
+        return next((o for o in received if o.interface != port.interface), None)
 
     def _schedule(self, job: _Job) -> None:
         at = job.view.pace.overdue_at()
@@ -364,6 +377,7 @@ class Correlator:
 
     def _evaluate(self, job: _Job) -> Verdict:
         self.stats.evaluations += 1
+        job.judged_at = (self.history.version, self.now_ns)
         corroborated = self._corroborated(job.view)
         final = self._answer(job, None, corroborated)
         if final.state not in TROUBLED:

@@ -26,12 +26,22 @@ class LinkEventSource(Protocol):
         """Events on `link_id` with lo_ns <= ts <= hi_ns, oldest first."""
         ...
 
+    @property
+    def version(self) -> int:
+        """Changes whenever the events change: nothing to re-judge while it stands still."""
+        ...
+
 
 class LinkHistory:
     """Events per link in time order; `prune` drops what no stall can still reach."""
 
     def __init__(self) -> None:
         self._events: dict[str, list[LinkEvent]] = {}
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        return self._version
 
     def add(self, link_id: str, event: LinkEvent) -> bool:
         """Insert in a total order (time, then the rest of the event), whatever order events
@@ -41,6 +51,7 @@ class LinkHistory:
         if i < len(history) and history[i] == event:
             return False
         history.insert(i, event)
+        self._version += 1
         return True
 
     def between(self, link_id: str, lo_ns: int, hi_ns: int) -> list[LinkEvent]:
@@ -58,8 +69,10 @@ class LinkHistory:
             i = bisect.bisect_left(history, before_ns, key=lambda e: e.ts_ns)
             if i == len(history):
                 del self._events[link_id]
+                self._version += 1
             elif i:
                 del history[:i]
+                self._version += 1
 
     def links(self) -> Iterable[str]:
         return self._events.keys()
