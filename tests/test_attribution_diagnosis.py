@@ -7,12 +7,26 @@ Hand-made records on the 64-node reference fabric, plus one simulated capture pe
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pytest
+from attribution_support import (
+    EVERY_S,
+    HOST_A,
+    HOST_B,
+    HOST_LINK,
+    JOB,
+    LEAF,
+    LEAF_PORT,
+    OVERDUE_S,
+    T0,
+    S,
+    fabric,
+    feed,
+    job_facts,
+)
 
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
@@ -22,37 +36,19 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs.parser import parse_lines
 from railtrace.streams.records import (
     CauseKind,
-    ChannelEdge,
     CollectiveTimeout,
     Diagnosis,
     JobState,
     LinkEvent,
     LinkEventKind,
     LogOrigin,
-    NetDevice,
-    NetDevices,
     NetError,
     NicEvent,
     Progress,
-    RankInfo,
     Verdict,
     XidEvent,
 )
-from railtrace.topology import build_fabric, rail_optimized
-from railtrace.topology.fabric import Fabric
 
-S = 1_000_000_000
-T0 = 1_780_000_000 * S
-JOB = "job1"
-ORIGIN = LogOrigin("nccl.log", 1)
-# Two nodes in different scalable units: their rail-0 hop crosses a spine.
-HOST_A, HOST_B = "hgx-su01-32", "hgx-su02-01"
-# HOST_A's rail-0 cable, the one the job's channel uses, seen from its leaf.
-LEAF, LEAF_PORT = "leaf-su01-r0", "swp32"
-HOST_LINK = f"{HOST_A}:mlx5_0--{LEAF}:{LEAF_PORT}"
-# The trainer's cadence, and when its silence becomes overdue (3 intervals = 30 s, the floor).
-EVERY_S = 10
-OVERDUE_S = 30
 # When the hand-made hangs start.
 STALL = T0 + 100 * S
 # A watchdog's default timeout.
@@ -61,25 +57,6 @@ YEAR = 2026
 
 
 # -- builders -----------------------------------------------------------------------------------
-
-
-@functools.cache
-def _fabric() -> Fabric:
-    """Built once: correlators only read it."""
-    return build_fabric(rail_optimized(64).plan)
-
-
-def _job_facts() -> list:
-    """Two ranks, one ring hop between HOST_A and HOST_B over their mlx5_0."""
-    devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
-    return [
-        NetDevices(T0, JOB, HOST_A, 100, devs, ORIGIN),
-        NetDevices(T0, JOB, HOST_B, 200, devs, ORIGIN),
-        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, ORIGIN),
-        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, ORIGIN),
-        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, ORIGIN),
-        ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, ORIGIN),
-    ]
 
 
 def _report(at_ns: int, step: int, total_steps: int | None = None) -> Progress:
@@ -132,17 +109,10 @@ def _down(at_ns: int) -> LinkEvent:
     return _event(at_ns, LinkEventKind.DOWN)
 
 
-def _feed(corr: Correlator, records: list) -> list[Verdict]:
-    out: list[Verdict] = []
-    for r in sorted(records, key=lambda r: r.ts_ns):
-        out.extend(corr.observe(r))
-    return out
-
-
 def _hung(records: list) -> tuple[Correlator, Verdict]:
     """The job, a watchdog for a collective started at STALL, and `records` around it."""
-    corr = Correlator(_fabric())
-    _feed(corr, [*_job_facts(), *records, _timeout(STALL)])
+    corr = Correlator(fabric())
+    feed(corr, [*job_facts(), *records, _timeout(STALL)])
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED
     return corr, v
@@ -275,13 +245,13 @@ def test_a_nic_failure_read_after_the_verdict_changes_its_diagnosis():
 
 def test_a_failed_nic_does_not_make_a_spine_link_a_host_nic_fault():
     """Only a cable with the failing host at one end can be that host's NIC."""
-    corr = Correlator(_fabric())
-    _feed(corr, _job_facts())
+    corr = Correlator(fabric())
+    feed(corr, job_facts())
     uplink = sorted(
         lid for lid in corr.job_links(JOB) if lid.startswith(f"{LEAF}:") and "spine" in lid
     )[0]
     ref = corr.fabric.links[uplink]
-    _feed(
+    feed(
         corr,
         [
             _nic(STALL + S // 2, "failed"),
@@ -381,8 +351,8 @@ def test_a_stall_with_nothing_to_blame_has_no_diagnosis():
 
 
 def test_a_healthy_job_has_no_diagnosis():
-    corr = Correlator(_fabric())
-    _feed(corr, [*_job_facts(), *_steady(10), _nic(T0 + 50 * S, "failed")])
+    corr = Correlator(fabric())
+    feed(corr, [*job_facts(), *_steady(10), _nic(T0 + 50 * S, "failed")])
     (v,) = corr.verdicts()
     assert v.state == JobState.HEALTHY and v.diagnosis == ""
 
@@ -395,7 +365,7 @@ def test_a_restored_job_view_keeps_the_nic_failure_behind_its_diagnosis():
     assert view is not None
     restored = JobView.restore(orjson.loads(orjson.dumps(view.snapshot())))
     assert restored.nic_events == view.nic_events
-    other = Correlator(_fabric())
+    other = Correlator(fabric())
     other.observe(_down(STALL + S))
     again = other.adopt(restored)
     assert again.diagnosis == Diagnosis.HOST_NIC
@@ -411,8 +381,8 @@ LAST = T0 + REPORTS * EVERY_S * S  # the last step report of `_steady(REPORTS)`
 def _silent_after(records: list) -> tuple[Correlator, list[Verdict]]:
     """The job reports every EVERY_S seconds until LAST, then nothing; `records` around it.
     Returns every verdict published on the way to ten minutes of silence."""
-    corr = Correlator(_fabric())
-    out = _feed(corr, [*_job_facts(), *_steady(REPORTS), *records])
+    corr = Correlator(fabric())
+    out = feed(corr, [*job_facts(), *_steady(REPORTS), *records])
     out += corr.advance(LAST + (OVERDUE_S + 1) * S)
     out += corr.advance(LAST + 600 * S)
     return corr, out
@@ -455,9 +425,9 @@ def test_the_same_down_just_after_the_last_report_explains_the_silence():
 def test_a_watchdog_is_not_blamed_on_a_down_the_job_reported_steps_through(
     down_at: int, blamed: str | None
 ):
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     # The collective that hangs started after the last report.
-    _feed(corr, [*_job_facts(), *_steady(REPORTS), _down(down_at), _timeout(LAST + 5 * S)])
+    feed(corr, [*job_facts(), *_steady(REPORTS), _down(down_at), _timeout(LAST + 5 * S)])
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED
     assert v.stalled_at_ns == LAST + 5 * S
@@ -476,10 +446,10 @@ def test_a_watchdog_is_not_blamed_on_a_down_the_job_reported_steps_through(
     ids=["last-step-reported", "steps-left"],
 )
 def test_silence_after_the_runs_last_step_is_not_a_stall(total_steps: int, stalls: bool):
-    corr = Correlator(_fabric())
-    published = _feed(corr, [*_job_facts(), *_steady(REPORTS, total_steps)])
+    corr = Correlator(fabric())
+    published = feed(corr, [*job_facts(), *_steady(REPORTS, total_steps)])
     assert corr.job_view(JOB) is not None
-    published += _feed(corr, [_down(LAST + 2 * S)])
+    published += feed(corr, [_down(LAST + 2 * S)])
     published += corr.advance(LAST + (OVERDUE_S + 1) * S)
     published += corr.advance(LAST + 3600 * S)
     published += corr.reevaluate()
@@ -520,19 +490,19 @@ def _net_error(at_ns: int) -> NetError:
 def test_a_late_transport_error_dates_the_stall_no_later_than_the_missed_report(
     reports: int, error_after_s: int, stalled_after_s: int
 ):
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = T0 + reports * EVERY_S * S
-    _feed(corr, [*_job_facts(), *_steady(reports), _net_error(last + error_after_s * S)])
+    feed(corr, [*job_facts(), *_steady(reports), _net_error(last + error_after_s * S)])
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED
     assert v.stalled_at_ns == last + stalled_after_s * S
 
 
 def test_a_watchdog_that_started_before_the_missed_report_dates_the_stall():
-    corr = Correlator(_fabric())
-    _feed(
+    corr = Correlator(fabric())
+    feed(
         corr,
-        [*_job_facts(), *_steady(REPORTS), _net_error(LAST + 40 * S), _timeout(LAST + 3 * S)],
+        [*job_facts(), *_steady(REPORTS), _net_error(LAST + 40 * S), _timeout(LAST + 3 * S)],
     )
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED

@@ -5,6 +5,21 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from attribution_support import (
+    EVERY_S,
+    HOST_A,
+    HOST_LINK,
+    JOB,
+    LEAF,
+    LEAF_PORT,
+    ORIGIN,
+    OVERDUE_S,
+    T0,
+    S,
+    fabric,
+    feed,
+    job_facts,
+)
 
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import Change, JobView
@@ -18,35 +33,15 @@ from railtrace.streams.attribution.pace import (
 from railtrace.streams.attribution.verdicts import MIN_BLAME_SCORE
 from railtrace.streams.records import (
     CauseKind,
-    ChannelEdge,
     CollectiveTimeout,
     Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
     LogOrigin,
-    NetDevice,
-    NetDevices,
     Progress,
-    RankInfo,
     Verdict,
 )
-from railtrace.topology import build_fabric, rail_optimized
-
-S = 1_000_000_000
-T0 = 1_780_000_000 * S
-JOB = "job1"
-ORIGIN = LogOrigin("nccl.log", 1)
-# Two nodes in different scalable units: their rail-0 hop crosses a spine.
-HOST_A, HOST_B = "hgx-su01-32", "hgx-su02-01"
-# HOST_A's rail-0 cable, the one the job's channel uses, seen from its leaf.
-LEAF, LEAF_PORT = "leaf-su01-r0", "swp32"
-HOST_LINK = f"{HOST_A}:mlx5_0--{LEAF}:{LEAF_PORT}"
-# The cadence of the trainer in the correlator tests, and when its silence becomes overdue
-# (3 intervals = 30 s, which is also the floor).
-EVERY_S = 10
-OVERDUE_S = 30
-
 
 # -- builders -----------------------------------------------------------------------------------
 
@@ -69,33 +64,9 @@ def _warm_pace(normal_ms: float = 100.0, every_s: int = EVERY_S) -> tuple[Pace, 
     return pace, n * every_s
 
 
-def _fabric():
-    return build_fabric(rail_optimized(64).plan)
-
-
-def _job_facts() -> list:
-    """Two ranks, one ring hop between HOST_A and HOST_B over their mlx5_0."""
-    devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
-    return [
-        NetDevices(T0, JOB, HOST_A, 100, devs, ORIGIN),
-        NetDevices(T0, JOB, HOST_B, 200, devs, ORIGIN),
-        RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, ORIGIN),
-        RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, ORIGIN),
-        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 0, 0, 1, "send", "NET", 0, ORIGIN),
-        ChannelEdge(T0, JOB, HOST_B, 200, "c1", 0, 0, 1, "receive", "NET", 0, ORIGIN),
-    ]
-
-
 def _steady(count: int, step_ms: float = 100.0, first: int = 1) -> list[Progress]:
     """`count` step reports every EVERY_S seconds, the first at T0 + first * EVERY_S."""
     return [_report(i * EVERY_S, step_ms, step=i) for i in range(first, first + count)]
-
-
-def _feed(corr: Correlator, records: list) -> list[Verdict]:
-    out: list[Verdict] = []
-    for r in sorted(records, key=lambda r: r.ts_ns):
-        out.extend(corr.observe(r))
-    return out
 
 
 def _down(at_ns: int, device: str = LEAF, interface: str = LEAF_PORT) -> LinkEvent:
@@ -104,7 +75,7 @@ def _down(at_ns: int, device: str = LEAF, interface: str = LEAF_PORT) -> LinkEve
 
 def _silent_job(corr: Correlator, reports: int = 10) -> int:
     """A job that reported every EVERY_S seconds and went quiet; returns its last report time."""
-    _feed(corr, [*_job_facts(), *_steady(reports)])
+    feed(corr, [*job_facts(), *_steady(reports)])
     return T0 + reports * EVERY_S * S
 
 
@@ -286,7 +257,7 @@ def test_job_view_flags_a_step_report_as_evidence_only_when_a_slowdown_starts_or
 
 def _view_with_reports() -> JobView:
     view = JobView(JOB)
-    for f in [*_job_facts(), *_steady(12)]:
+    for f in [*job_facts(), *_steady(12)]:
         view.add(f)
     return view
 
@@ -305,7 +276,7 @@ def test_job_view_saved_before_pace_existed_restores_with_an_empty_pace():
     restored = JobView.restore(snap)
     assert restored.pace == Pace()
     assert restored.hosts == view.hosts
-    assert restored.flows(_fabric()) == view.flows(_fabric())
+    assert restored.flows(fabric()) == view.flows(fabric())
     assert (restored.first_ts_ns, restored.last_ts_ns) == (view.first_ts_ns, view.last_ts_ns)
 
 
@@ -313,9 +284,9 @@ def test_job_view_saved_before_pace_existed_restores_with_an_empty_pace():
 
 
 def test_silent_job_with_a_down_link_is_stalled_as_soon_as_its_reports_are_overdue():
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = _silent_job(corr)
-    assert all(v.state != JobState.STALLED for v in _feed(corr, [_down(last + 2 * S)]))
+    assert all(v.state != JobState.STALLED for v in feed(corr, [_down(last + 2 * S)]))
     assert all(v.state != JobState.STALLED for v in corr.advance(last + (OVERDUE_S - 1) * S))
     v = _only(corr.advance(last + (OVERDUE_S + 1) * S))
     assert v.state == JobState.STALLED and v.cause_kind == CauseKind.LINK
@@ -331,9 +302,9 @@ def test_silent_job_with_a_down_link_is_stalled_as_soon_as_its_reports_are_overd
 
 
 def test_a_later_record_of_anything_moves_event_time_past_the_overdue_moment():
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = _silent_job(corr)
-    _feed(corr, [_down(last + 2 * S)])
+    feed(corr, [_down(last + 2 * S)])
     # A link event on a cable the job does not use: all it brings is the time.
     unrelated = LinkEvent(last + 45 * S, "leaf-su02-r3", "swp7", LinkEventKind.FLAP)
     v = _only(corr.observe(unrelated))
@@ -344,10 +315,10 @@ def test_a_later_record_of_anything_moves_event_time_past_the_overdue_moment():
 
 def test_a_fault_reported_after_the_overdue_moment_still_explains_the_silence():
     """Telemetry lags: the DOWN of the job's cable may arrive after the job is overdue."""
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = _silent_job(corr)
     assert all(v.state != JobState.STALLED for v in corr.advance(last + (OVERDUE_S + 1) * S))
-    v = _only(_feed(corr, [_down(last + 40 * S)]))
+    v = _only(feed(corr, [_down(last + 40 * S)]))
     assert v.state == JobState.STALLED
     assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
     assert v.decided_at_ns == last + 40 * S
@@ -355,9 +326,9 @@ def test_a_fault_reported_after_the_overdue_moment_still_explains_the_silence():
 
 def test_silence_without_a_fault_on_the_jobs_links_is_not_a_stall():
     """A job also goes quiet to write a checkpoint: silence alone blames nothing."""
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = _silent_job(corr)
-    _feed(
+    feed(
         corr,
         [
             # HOST_A's rail-1 cable (the job's channel uses rail 0) and another node's cable.
@@ -378,10 +349,10 @@ def test_silence_without_a_fault_on_the_jobs_links_is_not_a_stall():
 
 def _slowing_job(extra: list) -> tuple[Correlator, int]:
     """Normal reports (100 ms) through the warm-up and baseline, then 1.5x slower ones."""
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     n = WARMUP_REPORTS + BASELINE_REPORTS
     slow = _steady(SLOW_REPORTS + 1, step_ms=150.0, first=n + 1)
-    _feed(corr, [*_job_facts(), *_steady(n), *slow, *extra])
+    feed(corr, [*job_facts(), *_steady(n), *slow, *extra])
     return corr, slow[0].ts_ns
 
 
@@ -442,18 +413,18 @@ def _pfc_spread(corr: Correlator, at_ns: int, *, host_port_paused: bool = True) 
 
 @pytest.mark.parametrize("hang", ["watchdog", "silence"])
 def test_pfc_spread_blames_the_port_where_it_starts_not_the_spine_victims(hang: str):
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     if hang == "watchdog":
-        _feed(corr, _job_facts())
+        feed(corr, job_facts())
         stall = T0 + 100 * S
         timeout = CollectiveTimeout(
             stall + 600 * S, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, 600_000, stall, ORIGIN
         )
-        _feed(corr, [*_pfc_spread(corr, stall - 20 * S), timeout])
+        feed(corr, [*_pfc_spread(corr, stall - 20 * S), timeout])
     else:
-        _feed(corr, _job_facts())
+        feed(corr, job_facts())
         stall = T0 + 100 * S
-        _feed(corr, [*_steady(10), *_pfc_spread(corr, stall - 8 * S)])
+        feed(corr, [*_steady(10), *_pfc_spread(corr, stall - 8 * S)])
         corr.advance(stall + (OVERDUE_S + 1) * S)
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED
@@ -471,13 +442,13 @@ def test_pfc_spread_blames_the_port_where_it_starts_not_the_spine_victims(hang: 
 
 def test_spine_pfc_storms_without_a_paused_leaf_are_not_victims():
     """Pauses the leaf sends are passed on only if the leaf is itself paused elsewhere."""
-    corr = Correlator(_fabric())
-    _feed(corr, _job_facts())
+    corr = Correlator(fabric())
+    feed(corr, job_facts())
     stall = T0 + 100 * S
     timeout = CollectiveTimeout(
         stall + 600 * S, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, 600_000, stall, ORIGIN
     )
-    _feed(corr, [*_pfc_spread(corr, stall - 20 * S, host_port_paused=False), timeout])
+    feed(corr, [*_pfc_spread(corr, stall - 20 * S, host_port_paused=False), timeout])
     (v,) = corr.verdicts()
     kinds = {e.kind for c in v.candidates for e in c.evidence}
     assert "pfc-victim" not in kinds and "pfc-source" not in kinds
@@ -490,9 +461,9 @@ def test_spine_pfc_storms_without_a_paused_leaf_are_not_victims():
 def test_a_resumed_job_is_healthy_again_as_soon_as_its_next_step_report_arrives():
     """The embedded replay and the streaming worker both re-judge a job judged stalled from
     its silence on its next report: it went quiet for a checkpoint, or NCCL got through."""
-    corr = Correlator(_fabric())
+    corr = Correlator(fabric())
     last = _silent_job(corr)
-    _feed(corr, [_down(last + 2 * S)])
+    feed(corr, [_down(last + 2 * S)])
     assert _only(corr.advance(last + (OVERDUE_S + 1) * S)).state == JobState.STALLED
     resumed = last + 50 * S
     assert _only(corr.observe(_report((resumed - T0) / S, 100.0, step=11))).state == (
@@ -505,8 +476,8 @@ def test_a_resumed_job_is_healthy_again_as_soon_as_its_next_step_report_arrives(
 
 def test_hosts_of_the_job_are_known_from_its_step_reports_alone():
     """Without any NCCL lines the job's candidate links are its hosts' NIC cables."""
-    corr = Correlator(_fabric())
-    _feed(corr, _steady(10))
+    corr = Correlator(fabric())
+    feed(corr, _steady(10))
     links = corr.job_links(JOB)
     assert set(links) == {
         corr.fabric.link_at[Endpoint(HOST_A, nic)] for nic in corr.fabric.host_nics[HOST_A]
