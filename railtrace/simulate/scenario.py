@@ -36,7 +36,9 @@ class Fault(StrEnum):
     two jobs at once with different faults. `optic` is a transceiver dying on a host's cable:
     its receive power falls for minutes, errors follow, then the link goes down. `miswire` is a
     host whose two cables were swapped at the leaves (the plan says otherwise; LLDP shows it),
-    and one of those cables goes down.
+    and one of those cables goes down. `ecmp` takes down a leaf-spine link the job's flow was
+    hashed onto while another uplink of that leaf, which the job could have used but did not,
+    goes down at the same moment: only the traffic tells which one carried the job.
     """
 
     LINK_DOWN = "link-down"
@@ -47,6 +49,7 @@ class Fault(StrEnum):
     GPU_XID = "gpu-xid"
     OPTIC = "optic"
     MISWIRE = "miswire"
+    ECMP = "ecmp"
     GRAY = "gray"
     APP_HANG = "app-hang"
     SEVERAL = "several"
@@ -55,10 +58,18 @@ class Fault(StrEnum):
 
 #: Faults that the affected job's NICs see as transport errors against a peer.
 TRANSPORT_FAULTS = frozenset(
-    {Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN, Fault.OPTIC, Fault.MISWIRE}
+    {
+        Fault.LINK_DOWN,
+        Fault.FLAP,
+        Fault.CRC_BURST,
+        Fault.NIC_DOWN,
+        Fault.OPTIC,
+        Fault.MISWIRE,
+        Fault.ECMP,
+    }
 )
 #: Faults that take their link down for good.
-DOWN_FAULTS = frozenset({Fault.LINK_DOWN, Fault.NIC_DOWN, Fault.OPTIC, Fault.MISWIRE})
+DOWN_FAULTS = frozenset({Fault.LINK_DOWN, Fault.NIC_DOWN, Fault.OPTIC, Fault.MISWIRE, Fault.ECMP})
 #: Faults on a host's cable only (the switch end is a leaf).
 HOST_CABLE_FAULTS = frozenset({Fault.NIC_DOWN, Fault.PFC_STORM, Fault.OPTIC})
 #: Faults that slow a job down rather than stop it.
@@ -271,7 +282,9 @@ def _strike(
         return strike
     host_links = sorted(({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows}) - avoid)
     fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]} - avoid)
-    if kind in HOST_CABLE_FAULTS or not fabric_links or rng.random() < 0.5:
+    if kind is Fault.ECMP and fabric_links:
+        lid = rng.choice(fabric_links)
+    elif kind in HOST_CABLE_FAULTS or not fabric_links or rng.random() < 0.5:
         lid = rng.choice(host_links)
     else:
         lid = rng.choice(fabric_links)
@@ -312,3 +325,27 @@ def _add_unrelated(rng: random.Random, sc: Scenario, used: set[str]) -> None:
     if any(strike.kind is Fault.APP_HANG for strike in sc.strikes) and sc.fault_at_ns is not None:
         at = sc.fault_at_ns + rng.randrange(1, 5) * NS
         sc.unrelated.append(Anomaly(Fault.LINK_DOWN, sc.fabric.links[rng.choice(idle)], at))
+    for strike in sc.strikes:
+        if strike.kind is Fault.ECMP and strike.link is not None:
+            _add_decoy_member(rng, sc, strike, set(idle))
+
+
+def _add_decoy_member(rng: random.Random, sc: Scenario, strike: Strike, idle: set[str]) -> None:
+    """Another uplink of the struck link's leaf, one no flow was hashed onto, goes down within
+    two seconds of the fault: in time and in the job's path set it is as likely a culprit."""
+    assert strike.link is not None
+    leaf = next(
+        e.device for e in (strike.link.a, strike.link.b) if sc.fabric.role(e.device) == Role.LEAF
+    )
+    members = sorted(
+        lid
+        for lid in idle
+        if leaf in (sc.fabric.links[lid].a.device, sc.fabric.links[lid].b.device)
+        and all(
+            sc.fabric.role(d) != Role.HOST
+            for d in (sc.fabric.links[lid].a.device, sc.fabric.links[lid].b.device)
+        )
+    )
+    if members:
+        at = strike.at_ns + rng.randrange(0, 2 * NS)
+        sc.unrelated.append(Anomaly(Fault.LINK_DOWN, sc.fabric.links[rng.choice(members)], at))

@@ -64,6 +64,7 @@ SIDE: dict[Fault, str] = {
     Fault.OPTIC: "optic",
     Fault.GPU_XID: "gpu",
     Fault.MISWIRE: "switch-port",
+    Fault.ECMP: "switch-port",
 }
 
 
