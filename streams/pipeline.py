@@ -18,14 +18,13 @@ from railtrace.streams.records import (
     JobFact,
     LinkEvent,
     LinkSample,
-    Metric,
     TelemetryValue,
     Verdict,
 )
 from railtrace.streams.telemetry import CounterRates, LinkHealth, Thresholds
+from railtrace.streams.telemetry.rates import GAUGE_METRICS
 from railtrace.topology.fabric import Fabric, PortLinks
 
-GAUGES = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C})
 SNAPSHOT_VERSION = 1
 
 
@@ -52,7 +51,7 @@ class Normalizer:
         self.health = health or LinkHealth(self.thresholds)
 
     def on_telemetry(self, value: TelemetryValue, out: Output) -> None:
-        if value.metric in COUNTER_METRICS or value.metric in GAUGES:
+        if value.metric in COUNTER_METRICS or value.metric in GAUGE_METRICS:
             sample, reset = self.rates.update(value)
             if reset is not None:
                 out.events.append(reset)

@@ -33,6 +33,7 @@ class Metric(StrEnum):
     OPER_STATUS = "oper_status"
     RX_POWER_DBM = "rx_power_dbm"
     TEMPERATURE_C = "temperature_c"
+    PORT_SPEED_GBPS = "port_speed_gbps"  # the speed the port negotiated
 
 
 #: Metrics that are monotonically increasing counters (turned into rates); the rest are gauges
@@ -112,6 +113,7 @@ class LinkEventKind(StrEnum):
     PFC_STORM = "pfc-storm"  # the peer pauses this port (pause frames received)
     PFC_PAUSING = "pfc-pausing"  # this port pauses its peer (pause frames sent)
     RX_POWER_LOW = "rx-power-low"
+    SPEED_DOWN = "speed-down"  # the port negotiated a lower speed than it had
     TRAFFIC_DROP = "traffic-drop"
     COUNTER_RESET = "counter-reset"
 
@@ -362,6 +364,7 @@ class Diagnosis(StrEnum):
     SWITCH_PORT = "switch-port"  # the link went down at the switch with a healthy NIC
     OPTIC = "optic"  # a transceiver or cable dying: receive power fell
     LINK_ERRORS = "link-errors"  # the link stays up but corrupts frames (cable, optic, port)
+    LINK_SPEED = "link-speed"  # the link came back at a lower speed (cable, optic, port)
     PFC_SOURCE = "pfc-source"  # the device past this link stopped draining: pauses spread
     GPU = "gpu"  # a GPU of the node failed (Xid)
 
@@ -372,6 +375,7 @@ DIAGNOSIS_TEXT: dict[str, str] = {
     Diagnosis.SWITCH_PORT: "went down at the switch, NIC healthy",
     Diagnosis.OPTIC: "optic dying: receive power fell first",
     Diagnosis.LINK_ERRORS: "up but corrupting frames",
+    Diagnosis.LINK_SPEED: "up at a lower speed than it had",
     Diagnosis.PFC_SOURCE: "source of spreading PFC pauses",
     Diagnosis.GPU: "GPU failed",
 }

@@ -144,6 +144,19 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             ),
         ],
     ),
+    "a_port_negotiating_below_its_best_speed_is_a_speed_down_until_it_is_back": (
+        [
+            rate(0, M.PORT_SPEED_GBPS, 800.0, interval_s=0.0),
+            rate(10, M.PORT_SPEED_GBPS, 400.0, interval_s=0.0),
+            rate(20, M.PORT_SPEED_GBPS, 400.0, interval_s=0.0),  # still slow: no repeat
+            rate(30, M.PORT_SPEED_GBPS, 800.0, interval_s=0.0),
+            rate(200, M.PORT_SPEED_GBPS, 200.0, interval_s=0.0),
+        ],
+        [
+            event(10, K.SPEED_DOWN, 400.0, "negotiated 400 Gb/s, down from 800 Gb/s"),
+            event(200, K.SPEED_DOWN, 200.0, "negotiated 200 Gb/s, down from 800 Gb/s"),
+        ],
+    ),
     "rx_power_low_per_channel": (
         [
             rate(0, M.RX_POWER_DBM, -2.0, "0", 0.0),

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from railtrace.simulate.series import PortNeighbour, PortSample, PortState
+from railtrace.simulate.series import Item, PortNeighbour, PortSpeed, PortState
 
 GNMI_PORT = {"cumulus": 9339, "sonic": 8080, "arista": 6030}
 
@@ -68,11 +68,17 @@ def _event(
 _LLDP = "lldp/interfaces/interface/neighbors/neighbor/state"
 
 
-def json_messages(
-    item: PortSample | PortState | PortNeighbour, platform: str
-) -> list[dict[str, Any]]:
-    """gnmic `json` format notifications for one sample, state change or LLDP neighbour."""
+def _speed(gbps: float) -> str:
+    return f"openconfig-if-ethernet:SPEED_{gbps:g}GB"
+
+
+def json_messages(item: Item, platform: str) -> list[dict[str, Any]]:
+    """gnmic `json` format notifications for one sample, state change, speed or neighbour."""
     dev, iface, ts = item.port.device, item.port.interface, item.ts_ns
+    if isinstance(item, PortSpeed):
+        prefix = f"interfaces/interface[name={iface}]/ethernet/state"
+        updates = [("negotiated-port-speed", _speed(item.gbps))]
+        return [_json_msg(dev, platform, "speed", ts, prefix, updates)]
     if isinstance(item, PortNeighbour):
         prefix = f"lldp/interfaces/interface[name={iface}]/neighbors/neighbor[id=1]/state"
         updates = [("system-name", item.remote.device), ("port-id", item.remote.interface)]
@@ -154,11 +160,12 @@ def json_messages(
     return msgs
 
 
-def event_messages(
-    item: PortSample | PortState | PortNeighbour, platform: str
-) -> list[list[dict[str, Any]]]:
+def event_messages(item: Item, platform: str) -> list[list[dict[str, Any]]]:
     """gnmic `event` format: one array of events per notification."""
     dev, iface, ts = item.port.device, item.port.interface, item.ts_ns
+    if isinstance(item, PortSpeed):
+        speed = {"/interfaces/interface/ethernet/state/negotiated-port-speed": _speed(item.gbps)}
+        return [[_event(dev, platform, "speed", ts, iface, speed)]]
     if isinstance(item, PortNeighbour):
         values = {
             f"/{_LLDP}/system-name": item.remote.device,
@@ -217,9 +224,7 @@ def event_messages(
     return out
 
 
-def render(
-    items: Iterator[PortSample | PortState | PortNeighbour], platform: str, fmt: str
-) -> Iterator[bytes]:
+def render(items: Iterator[Item], platform: str, fmt: str) -> Iterator[bytes]:
     """Lines of a gnmic output file in format `fmt` ("json" or "event")."""
     for item in items:
         msgs: list[Any] = (

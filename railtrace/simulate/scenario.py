@@ -39,6 +39,8 @@ class Fault(StrEnum):
     and one of those cables goes down. `ecmp` takes down a leaf-spine link the job's flow was
     hashed onto while another uplink of that leaf, which the job could have used but did not,
     goes down at the same moment: only the traffic tells which one carried the job.
+    `speed-down` is a link that renegotiates at half its speed: up again within seconds, it
+    slows the job for good.
     """
 
     LINK_DOWN = "link-down"
@@ -51,6 +53,7 @@ class Fault(StrEnum):
     MISWIRE = "miswire"
     ECMP = "ecmp"
     GRAY = "gray"
+    SPEED_DOWN = "speed-down"
     APP_HANG = "app-hang"
     SEVERAL = "several"
     NONE = "none"
@@ -73,10 +76,13 @@ DOWN_FAULTS = frozenset({Fault.LINK_DOWN, Fault.NIC_DOWN, Fault.OPTIC, Fault.MIS
 #: Faults on a host's cable only (the switch end is a leaf).
 HOST_CABLE_FAULTS = frozenset({Fault.NIC_DOWN, Fault.PFC_STORM, Fault.OPTIC})
 #: Faults that slow a job down rather than stop it.
-SLOWING_FAULTS = frozenset({Fault.GRAY})
+SLOWING_FAULTS = frozenset({Fault.GRAY, Fault.SPEED_DOWN})
 #: What `several` draws from: one fault for the first job, another for the second.
 SEVERAL_FIRST = (Fault.LINK_DOWN, Fault.FLAP, Fault.CRC_BURST, Fault.NIC_DOWN)
 SEVERAL_SECOND = (Fault.LINK_DOWN, Fault.CRC_BURST, Fault.GPU_XID, Fault.GRAY)
+#: Every switch port's speed, and a renegotiated one's.
+FULL_SPEED_GBPS = 800.0
+LOW_SPEED_GBPS = 400.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,16 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from railtrace.simulate.scenario import DOWN_FAULTS, FLOW_RATE, NS, Anomaly, Fault, Scenario
+from railtrace.simulate.scenario import (
+    DOWN_FAULTS,
+    FLOW_RATE,
+    FULL_SPEED_GBPS,
+    LOW_SPEED_GBPS,
+    NS,
+    Anomaly,
+    Fault,
+    Scenario,
+)
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import Role
 
@@ -47,6 +56,15 @@ class PortNeighbour:
 
 
 @dataclass(frozen=True, slots=True)
+class PortSpeed:
+    """The speed a port negotiated, reported at the start and on change."""
+
+    ts_ns: int
+    port: Endpoint
+    gbps: float
+
+
+@dataclass(frozen=True, slots=True)
 class PortState:
     ts_ns: int
     port: Endpoint
@@ -66,6 +84,7 @@ class _Effects:
         self.state_changes: dict[Endpoint, list[tuple[int, bool]]] = {}
         self._ports: dict[str, list[tuple[Endpoint, str]]] | None = None
         self.watched_optics: set[Endpoint] = set()
+        self.slowed_ports: dict[Endpoint, int] = {}  # port -> when it came back at low speed
         self.dying_optics: dict[Endpoint, int] = {}
         self.troubles: list[tuple[Fault, LinkRef, int, bool]] = []  # kind, link, at, is_fault
         for strike in sc.strikes:
@@ -84,6 +103,10 @@ class _Effects:
                 changes = [(at, False)]
             elif kind is Fault.FLAP:
                 changes = _flap_schedule(at)
+            elif kind is Fault.SPEED_DOWN:
+                changes = [(at, False), (at + 2 * NS, True)]  # renegotiation
+                for end in ends:
+                    self.slowed_ports[end] = at + 2 * NS
             else:
                 changes = []
             self._counters(kind, link, at, ends, rng)
@@ -210,7 +233,10 @@ def _traffic(sc: Scenario) -> dict[Endpoint, list[Load]]:
     return loads
 
 
-def port_series(sc: Scenario) -> Iterator[PortSample | PortState | PortNeighbour]:
+Item = PortSample | PortState | PortNeighbour | PortSpeed
+
+
+def port_series(sc: Scenario) -> Iterator[Item]:
     """All samples and state changes of the incident, in time order."""
     rng = random.Random(f"series-{sc.seed}-{sc.fault}")
     effects = _Effects(sc)
@@ -228,9 +254,7 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState | PortNeighbour
     # One port's octet counter is about to wrap, as 64-bit counters on long-lived ports do.
     counters[ports[rng.randrange(len(ports))][0]][0] = 2**64 - 3 * 10**11
     jitter = {dev: rng.randrange(0, 400) * 1_000_000 for dev in {p.device for p, _ in ports}}
-    events: list[PortSample | PortState | PortNeighbour] = [
-        PortState(sc.start_ns + jitter[p.device], p, True) for p, _ in ports
-    ]
+    events: list[Item] = [PortState(sc.start_ns + jitter[p.device], p, True) for p, _ in ports]
     # Every port's LLDP neighbour, once at the start, as cabled (not as planned).
     for port, lid in ports:
         ref = sc.fabric.links[lid]
@@ -239,6 +263,13 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState | PortNeighbour
                 sc.start_ns + jitter[port.device], port, ref.b if ref.a == port else ref.a
             )
         )
+    events.extend(
+        PortSpeed(sc.start_ns + jitter[port.device], port, FULL_SPEED_GBPS) for port, _ in ports
+    )
+    events.extend(
+        PortSpeed(at + 150_000_000, port, LOW_SPEED_GBPS)
+        for port, at in effects.slowed_ports.items()
+    )
     for port, changes in effects.state_changes.items():
         events.extend(PortState(at + 150_000_000, port, up) for at, up in changes)
     out = sorted(events, key=lambda e: (e.ts_ns, e.port.device, e.port.interface))
@@ -269,4 +300,13 @@ def port_series(sc: Scenario) -> Iterator[PortSample | PortState | PortNeighbour
             yield PortSample(t, port, dict(zip(COUNTER_FIELDS, c, strict=True)), power)
 
 
-__all__ = ["COUNTER_FIELDS", "Anomaly", "PortNeighbour", "PortSample", "PortState", "port_series"]
+__all__ = [
+    "COUNTER_FIELDS",
+    "Anomaly",
+    "Item",
+    "PortNeighbour",
+    "PortSample",
+    "PortSpeed",
+    "PortState",
+    "port_series",
+]

@@ -18,7 +18,7 @@ import orjson
 from railtrace.simulate.gnmi import render
 from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
-from railtrace.simulate.series import PortNeighbour, PortSample, PortState, port_series
+from railtrace.simulate.series import Item, port_series
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.cabling import format_cables_csv
 from railtrace.topology.reference import SU_NODES
@@ -65,6 +65,7 @@ SIDE: dict[Fault, str] = {
     Fault.GPU_XID: "gpu",
     Fault.MISWIRE: "switch-port",
     Fault.ECMP: "switch-port",
+    Fault.SPEED_DOWN: "link-speed",
 }
 
 
@@ -132,7 +133,7 @@ def write_capture(
     (out_dir / "hosts.csv").write_text(_hosts_csv(sc))
     gnmi_dir = out_dir / "gnmi"
     gnmi_dir.mkdir(exist_ok=True)
-    by_device: dict[str, list[PortSample | PortState | PortNeighbour]] = defaultdict(list)
+    by_device: dict[str, list[Item]] = defaultdict(list)
     for item in port_series(sc):
         by_device[item.port.device].append(item)
     for device in sorted(by_device):

@@ -22,6 +22,7 @@ KIND_WEIGHT: dict[LinkEventKind, float] = {
     LinkEventKind.FEC_UNCORRECTABLE: 0.75,
     LinkEventKind.ERROR_BURST: 0.7,
     LinkEventKind.RX_POWER_LOW: 0.45,
+    LinkEventKind.SPEED_DOWN: 0.5,
     LinkEventKind.PFC_STORM: 0.45,
     LinkEventKind.PFC_PAUSING: 0.15,
     LinkEventKind.COUNTER_RESET: 0.15,
@@ -31,8 +32,10 @@ KIND_WEIGHT: dict[LinkEventKind, float] = {
 
 #: For a job that slowed down rather than stopped, what differs from KIND_WEIGHT: a link that
 #: went down stops what it carries, so it slows a job only while traffic moves elsewhere,
-#: while errors at a low rate are exactly how a gray link slows one.
+#: while errors at a low rate, or a lower negotiated speed, are exactly how a gray link slows
+#: one.
 SLOW_KIND_WEIGHT: dict[LinkEventKind, float] = {
+    LinkEventKind.SPEED_DOWN: 0.9,
     LinkEventKind.DOWN: 0.4,
     LinkEventKind.FLAP: 0.6,
     LinkEventKind.TRAFFIC_DROP: 0.0,

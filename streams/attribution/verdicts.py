@@ -257,6 +257,8 @@ def diagnose(
         return Diagnosis.OPTIC, None
     if lid in obs.pfc_sources or (LinkEventKind.PFC_STORM in kinds and lid not in obs.pfc_victims):
         return Diagnosis.PFC_SOURCE, None
+    if LinkEventKind.SPEED_DOWN in kinds:
+        return Diagnosis.LINK_SPEED, None
     if kinds & {LinkEventKind.DOWN, LinkEventKind.FLAP}:
         return Diagnosis.SWITCH_PORT, None
     if kinds & {LinkEventKind.ERROR_BURST, LinkEventKind.FEC_UNCORRECTABLE}:

@@ -47,6 +47,7 @@ WATCHED_METRICS = frozenset(
         *_PAUSE_DIRECTION,
         Metric.FEC_UNCORRECTABLE,
         Metric.RX_POWER_DBM,
+        Metric.PORT_SPEED_GBPS,
         Metric.IN_OCTETS,
         Metric.OUT_OCTETS,
         Metric.CARRIER_TRANSITIONS,
@@ -73,7 +74,8 @@ class Thresholds:
     pfc_pause_per_s: PFC pause frames per second, summed over priorities, for a PFC_STORM:
         5000/s, a sustained rate at which a lossless class spends much of its time paused.
     rx_power_low_dbm: RX_POWER_LOW at or below -10 dBm, the edge of what short-reach optics
-        receive reliably; tune it per optic type.
+        receive reliably; tune it per optic type. (SPEED_DOWN has no threshold: any speed
+        below the highest the port negotiated.)
     traffic_drop_fraction / traffic_min_baseline_bytes_per_s: TRAFFIC_DROP when in/out octets
         fall below 5% of their EWMA baseline and that baseline was at least 1e8 bytes/s, i.e.
         a busy link went quiet.
@@ -303,6 +305,8 @@ class LinkHealth:
             return self._enter(
                 s, K.RX_POWER_LOW, s.qualifier, bad, f"rx power {s.rate:.2f} dBm{lane}"
             )
+        if metric is Metric.PORT_SPEED_GBPS:
+            return self._on_speed(s)
         if metric in _PAUSE_DIRECTION:
             return self._on_pause(s, _PAUSE_DIRECTION[metric])
         if metric is Metric.IN_OCTETS or metric is Metric.OUT_OCTETS:
@@ -352,6 +356,24 @@ class LinkHealth:
             f"{_PAUSE_MEANING[direction]}"
         )
         return [LinkEvent(s.ts_ns, s.device, s.interface, kind, group.total, detail)]
+
+    def _on_speed(self, s: LinkSample) -> list[LinkEvent]:
+        """SPEED_DOWN when a port negotiates below the highest speed it had: a cable or optic
+        that no longer holds full speed keeps the link up and slows what crosses it."""
+        key = (s.device, s.interface, s.metric)
+        best = self._baselines.get(key)
+        if best is None or s.rate > best.ewma:
+            self._baselines[key] = _Baseline(s.rate, 1)
+            best = self._baselines[key]
+        latch = (s.device, s.interface, K.SPEED_DOWN, "")
+        if s.rate >= best.ewma:
+            # Speeds come on change: back at full speed is clear at once, with no quiet time.
+            self._latches.pop(latch, None)
+            return []
+        if not self._latch(latch, s.ts_ns, True):
+            return []
+        detail = f"negotiated {s.rate:g} Gb/s, down from {best.ewma:g} Gb/s"
+        return [LinkEvent(s.ts_ns, s.device, s.interface, K.SPEED_DOWN, s.rate, detail)]
 
     def _on_octets(self, s: LinkSample) -> list[LinkEvent]:
         """TRAFFIC_DROP against an EWMA baseline that is frozen while the drop lasts, so a

@@ -64,6 +64,7 @@ OPENCONFIG: Final[dict[str, Spec]] = {
     "/qos/interfaces/interface[interface-id]/output/queues/queue[name]/state/ecn-marked-pkts": (
         M.ECN_MARKED
     ),
+    "/interfaces/interface[name]/ethernet/state/negotiated-port-speed": M.PORT_SPEED_GBPS,
     "/components/component[name]/transceiver/state/input-power/instant": M.RX_POWER_DBM,
     "/components/component[name]/transceiver/physical-channels/channel[index]/state/input-power"
     "/instant": M.RX_POWER_DBM,

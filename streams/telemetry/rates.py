@@ -40,7 +40,7 @@ from .state import VERSION, check_header, dec_int, dec_num, dec_str, enc_int, en
 WRAP_WIDTHS = (2**32, 2**64)
 
 #: Metrics that are readings, not counters: passed through as they are.
-GAUGE_METRICS = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C})
+GAUGE_METRICS = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C, Metric.PORT_SPEED_GBPS})
 
 _Key = tuple[str, str, Metric, str]
 

@@ -11,6 +11,7 @@ valid `float` for TelemetryValue's type.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..records import Metric
@@ -85,6 +86,29 @@ def to_state(value: Any) -> str | None:
     return value.rpartition(":")[2].strip().lower() or None
 
 
+_SPEED = re.compile(r"SPEED_(\d+(?:\.\d+)?)(GB|MB)\b")
+
+
+def to_gbps(value: Any) -> float | None:
+    """An openconfig-if-ethernet speed identity as Gb/s; a bare number is taken as Gb/s;
+    "SPEED_UNKNOWN" and the like are None.
+
+    >>> to_gbps("openconfig-if-ethernet:SPEED_400GB"), to_gbps("SPEED_100MB"), to_gbps(800)
+    (400.0, 0.1, 800.0)
+    >>> to_gbps("SPEED_UNKNOWN") is None
+    True
+    """
+    if isinstance(value, dict):
+        value = unwrap(value)
+    if isinstance(value, str):
+        m = _SPEED.search(value.upper())
+        if m is not None:
+            gbps = float(m.group(1))
+            return gbps if m.group(2) == "GB" else gbps / 1000.0
+    number = to_number(value)
+    return float(number) if number is not None and number > 0 else None
+
+
 def convert(metric: Metric, value: Any) -> int | float | str | None:
     """The TelemetryValue.value for `metric`, or None when the leaf's value is unusable.
 
@@ -92,6 +116,8 @@ def convert(metric: Metric, value: Any) -> int | float | str | None:
     """
     if metric is Metric.OPER_STATUS:
         return to_state(value)
+    if metric is Metric.PORT_SPEED_GBPS:
+        return to_gbps(value)
     number = to_number(value)
     if number is None:
         return None
