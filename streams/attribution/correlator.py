@@ -25,25 +25,19 @@ from railtrace.streams.attribution.verdicts import (
 )
 from railtrace.streams.records import (
     CauseKind,
-    CollectiveTimeout,
     Endpoint,
     Evidence,
     JobFact,
     JobState,
     LinkEvent,
     LinkEventKind,
-    NetError,
     Progress,
-    RasReport,
     Verdict,
-    XidEvent,
 )
 from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 
-#: Facts that can start or move a stall; others only describe the job.
-HANG_EVIDENCE = (CollectiveTimeout, NetError, RasReport, XidEvent)
 #: Verdicts that are re-judged as link anomalies arrive.
 TROUBLED = (JobState.STALLED, JobState.SLOW)
 #: Anomalies that a job visibly survives when it keeps reporting steps after them.
