@@ -257,7 +257,11 @@ class Correlator:
         hi = since + int(self.window.lookahead_s * NS)
         if upto_ns is not None:
             hi = min(hi, upto_ns)
-        survived = self._survived_until(job.view, since)
+        # A job that kept its pace for a full interval after an anomaly began was not slowed
+        # by it; a job that kept running after a link changed state was not stopped by that.
+        slow = state == JobState.SLOW
+        survived = self._survived_until(job.view, since, slow)
+        survivable = None if slow else STATE_CHANGES
         events = {
             lid: hits
             for lid in weights
@@ -265,7 +269,7 @@ class Correlator:
                 hits := [
                     e
                     for e in self.history.between(lid, lo, hi)
-                    if e.kind not in STATE_CHANGES or e.ts_ns >= survived
+                    if e.ts_ns >= survived or (survivable is not None and e.kind not in survivable)
                 ]
             )
         }
@@ -277,12 +281,14 @@ class Correlator:
         )
 
     @staticmethod
-    def _survived_until(view: JobView, since: int) -> int:
-        """Before this time, a link going down or flapping cannot explain the trouble at
-        `since`: the job went on reporting steps for a full interval after it (its traffic
-        took another path, or the link came back). 0 without step reports."""
+    def _survived_until(view: JobView, since: int, slow: bool = False) -> int:
+        """Before this time an anomaly cannot explain the trouble that began at `since`: the
+        job went on reporting steps at its pace for a full interval after it (its traffic took
+        another path, the link came back, the errors did not touch it). 0 without reports."""
         pace = view.pace
-        before = [t for t in pace.recent if t <= since]
+        if slow and pace.onset_prev_ns is not None and pace.onset_interval_ns is not None:
+            return pace.onset_prev_ns - pace.onset_interval_ns
+        before = [t for t in pace.recent if t < since]
         interval = pace.interval_ns(since)
         if not before or interval is None:
             return 0

@@ -58,6 +58,10 @@ class Pace:
     last_ratio: float = 0.0
     peak_ratio: float = 0.0
     finished: bool = False  # the last report was the run's last step: silence is expected
+    # The last report before the current run of slow ones, and the interval then: the recent
+    # reports of a long slowdown no longer reach back to its onset.
+    onset_prev_ns: int | None = None
+    onset_interval_ns: int | None = None
 
     def add(self, p: Progress) -> bool:
         """Take one report; True when it started or ended a slowdown."""
@@ -80,6 +84,8 @@ class Pace:
             if self.run_start_ns is None:
                 self.run_start_ns = p.ts_ns
                 self.run_len = 0
+                self.onset_prev_ns = self.recent[-2] if len(self.recent) > 1 else None
+                self.onset_interval_ns = self.interval_ns(self.onset_prev_ns)
             self.run_len += 1
             if self.run_len == SLOW_REPORTS and not was_slow:
                 self.slow_since_ns, self.slow_confirmed_ns = self.run_start_ns, p.ts_ns
@@ -144,6 +150,7 @@ class Pace:
             "slow": [self.slow_since_ns, self.slow_confirmed_ns],
             "ratios": [self.last_ratio, self.peak_ratio],
             "finished": self.finished,
+            "onset": [self.onset_prev_ns, self.onset_interval_ns],
         }
 
     @classmethod
@@ -159,4 +166,6 @@ class Pace:
             last_ratio=float(snap["ratios"][0]),
             peak_ratio=float(snap["ratios"][1]),
             finished=bool(snap.get("finished", False)),
+            onset_prev_ns=snap.get("onset", [None, None])[0],
+            onset_interval_ns=snap.get("onset", [None, None])[1],
         )
