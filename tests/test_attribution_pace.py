@@ -372,6 +372,35 @@ def test_slowdown_with_error_bursts_on_a_job_link_is_slow_and_blames_that_link()
     assert {"slowdown", str(LinkEventKind.ERROR_BURST)} <= {e.kind for e in v.evidence}
 
 
+def test_errors_the_job_kept_its_pace_through_do_not_explain_a_later_slowdown():
+    """Errors that began two reports before the slowdown, while the job still reported its
+    normal pace, did not slow it; the same errors just before its onset do."""
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S  # the first slow report
+    early = LinkEvent(onset - 25 * S, LEAF, LEAF_PORT, LinkEventKind.ERROR_BURST, 3.0)
+    corr, _ = _slowing_job([early])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW and v.cause_kind == CauseKind.UNKNOWN
+    late = LinkEvent(onset - 5 * S, LEAF, LEAF_PORT, LinkEventKind.ERROR_BURST, 3.0)
+    corr, _ = _slowing_job([late])
+    (v,) = corr.verdicts()
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+
+
+def test_a_long_slowdown_still_remembers_the_pace_it_had_before_its_onset():
+    """Twenty slow reports push the last normal ones out of the recent window; the errors
+    that began before the job last kept its pace are still ruled out, and the onset's errors
+    still blamed."""
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S
+    early = LinkEvent(onset - 25 * S, LEAF, LEAF_PORT, LinkEventKind.ERROR_BURST, 3.0)
+    corr = Correlator(fabric())
+    feed(corr, [*job_facts(), *_steady(n), *_steady(20, step_ms=150.0, first=n + 1), early])
+    (v,) = corr.verdicts()
+    assert len(corr.job_view(JOB).pace.recent) < 20 + n  # the onset is out of the window
+    assert v.state == JobState.SLOW and v.cause_kind == CauseKind.UNKNOWN
+
+
 def test_slowdown_with_nothing_on_the_jobs_links_is_slow_with_an_unknown_cause():
     # An error burst on a cable the job does not use does not change that.
     n = WARMUP_REPORTS + BASELINE_REPORTS
