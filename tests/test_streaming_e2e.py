@@ -48,12 +48,7 @@ def _wait_for(s: Stack, expected: dict[str, Any], timeout: float = 240) -> dict[
     return got
 
 
-#: The streaming workers attribute on cables.csv: they report a miswire as a cabling event but
-#: do not yet re-route a job's paths around it as the embedded replay does (README, "Not yet").
-STREAMED_CASES = [f for f in Fault if f is not Fault.MISWIRE]
-
-
-@pytest.mark.parametrize("fault", STREAMED_CASES, ids=str)
+@pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
     require_broker()
     cap = tmp_path / "cap"

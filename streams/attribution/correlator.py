@@ -88,6 +88,20 @@ class Correlator:
         self._due: list[tuple[int, str]] = []
         self._ports: dict[str, list[str]] | None = None
 
+    def use_fabric(self, fabric: Fabric) -> None:
+        """Judge on `fabric` from now on: the same plan with the cables LLDP found miswired
+        replaced by what is really there. Every job's paths are worked out again; a shared
+        history is re-filed by its owner, this one's own history here."""
+        self.fabric = fabric
+        self.paths = PathFinder(fabric)
+        self._ports = None
+        self._jobs_on_link = {}
+        for job in self._jobs.values():
+            job.weights = None
+            job.judged_at = None
+        if self.local_history is not None:
+            self.local_history.rekey(lambda e: fabric.link_at.get(Endpoint(e.device, e.interface)))
+
     # -- input ------------------------------------------------------------------------------
 
     def resolve(self, device: str, interface: str) -> str | None:

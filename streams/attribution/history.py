@@ -9,7 +9,7 @@ of links whose telemetry other partitions normalised.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from railtrace.streams.records import LinkEvent
@@ -53,6 +53,17 @@ class LinkHistory:
         history.insert(i, event)
         self._version += 1
         return True
+
+    def rekey(self, link_of: Callable[[LinkEvent], str | None]) -> None:
+        """File every event under the link `link_of` names for it now (the fabric changed
+        under it: a miswired cable found); events it names none for are dropped."""
+        events = [e for history in self._events.values() for e in history]
+        self._events = {}
+        for e in events:
+            lid = link_of(e)
+            if lid is not None:
+                self.add(lid, e)
+        self._version += 1
 
     def between(self, link_id: str, lo_ns: int, hi_ns: int) -> list[LinkEvent]:
         history = self._events.get(link_id)

@@ -30,12 +30,14 @@ from railtrace.streams.attribution import Correlator, TimeWindow
 from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
-from railtrace.streams.records import LinkEvent, Verdict
+from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
-from railtrace.topology.fabric import Fabric, PortLinks
-from railtrace.topology.lldp import PlanIndex
+from railtrace.topology.asbuilt import as_built
+from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.fabric import Fabric, PortLinks, build_fabric
+from railtrace.topology.lldp import CablingDifference, PlanIndex
 
 log = logging.getLogger(__name__)
 PRUNE_HORIZON_NS = 3600 * 1_000_000_000
@@ -123,6 +125,9 @@ class Processor:
         w = settings.attribution
         self.history = LinkHistory()
         self.newest_link_event_ns = 0
+        # The plan, and the ports LLDP shows cabled unlike it (latest cabling event per port).
+        self.plan = CablePlan([Cable(link.a, link.b) for link in fabric.links.values()])
+        self.cabling: dict[Endpoint, CablingEvent] = {}
         self.correlator = Correlator(
             fabric, TimeWindow(lookback_s=w.lookback_s, lookahead_s=w.lookahead_s), self.history
         )
@@ -144,6 +149,7 @@ class Processor:
         app.agent(self.raw_logs, name="parse-logs")(self._logs_agent(batch, within))
         app.task(self.telemetry.run)
         app.task(self._follow_link_events)
+        app.task(self._follow_cabling)
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
         app.on_partitions_assigned.connect(cast(Any, self._on_assigned))
 
@@ -315,8 +321,8 @@ class Processor:
                             log.warning("bad link-events record", extra={"reason": str(exc)})
                             continue
                         for e in events:
-                            if isinstance(e, LinkEvent) and (lid := record.key):
-                                self.history.add(lid.decode(), e)
+                            if isinstance(e, LinkEvent) and (lid := self._link_of(e, record.key)):
+                                self.history.add(lid, e)
                                 newest = max(newest, e.ts_ns)
                 if newest:
                     self.history.prune(newest - PRUNE_HORIZON_NS)
@@ -333,6 +339,69 @@ class Processor:
             raise
         finally:
             await consumer.stop()
+
+    def _link_of(self, e: LinkEvent, key: bytes | None) -> str | None:
+        """The link an event's port is on as cabled: the telemetry stage keys it by the plan's
+        link, which differs at a miswired port."""
+        lid = self.correlator.fabric.link_at.get(Endpoint(e.device, e.interface))
+        return lid or (key.decode() if key else None)
+
+    async def _follow_cabling(self) -> None:
+        """Every worker reads the whole cabling-events topic and, when LLDP shows cables
+        miswired (or back as planned), judges on the fabric as cabled, as the embedded replay
+        does: a job's flows cross other links there, and the cable really on a failed port is
+        the one to blame."""
+        consumer = AIOKafkaConsumer(
+            topics.name(self.settings.kafka.topic_prefix, topics.CABLING_EVENTS),
+            group_id=None,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            **kafka.client_kwargs(self.settings.kafka),
+        )
+        await consumer.start()
+        try:
+            while True:
+                batches = await consumer.getmany(timeout_ms=500)
+                changed = False
+                for records in batches.values():
+                    for record in records:
+                        try:
+                            events = wire.decode_records(record.value or b"")
+                        except wire.WireError as exc:
+                            log.warning("bad cabling-events record", extra={"reason": str(exc)})
+                            continue
+                        for e in events:
+                            if isinstance(e, CablingEvent):
+                                changed |= self._note_cabling(e)
+                if changed:
+                    self._use_cabled_fabric()
+        except asyncio.CancelledError:
+            raise
+        finally:
+            await consumer.stop()
+
+    def _note_cabling(self, e: CablingEvent) -> bool:
+        """Keep a port's latest miswire; True when what is miswired changed."""
+        port = Endpoint(e.device, e.interface)
+        before = self.cabling.get(port)
+        if e.kind is CablingKind.MISWIRED:
+            self.cabling[port] = e
+        else:
+            self.cabling.pop(port, None)
+        after = self.cabling.get(port)
+        return (before and (before.planned, before.seen)) != (after and (after.planned, after.seen))
+
+    def _use_cabled_fabric(self) -> None:
+        differences = [
+            CablingDifference(port, e.kind, e.planned, e.seen)
+            for port, e in sorted(self.cabling.items())
+        ]
+        built, notes = as_built(self.plan, differences)
+        fabric = build_fabric(built, self.fabric.address_of)
+        fabric.as_built = notes
+        self.correlator.use_fabric(fabric)
+        self.history.rekey(lambda e: fabric.link_at.get(Endpoint(e.device, e.interface)))
+        log.info("judging on the fabric as cabled", extra={"miswired": sorted(notes)})
 
 
 class _Parsers:
