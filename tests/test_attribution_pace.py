@@ -511,3 +511,29 @@ def test_hosts_of_the_job_are_known_from_its_step_reports_alone():
     assert set(links) == {
         corr.fabric.link_at[Endpoint(HOST_A, nic)] for nic in corr.fabric.host_nics[HOST_A]
     }
+
+
+def test_a_slowed_jobs_ecmp_member_whose_traffic_dipped_at_the_onset_carried_it() -> None:
+    """A spine uplink renegotiated at half speed: its traffic dropped while it went down and
+    up, which marks it as the member carrying the job (a drop scores nothing for a slowdown,
+    but still says which member the job was on), so it is blamed at full path weight."""
+    corr = Correlator(fabric())
+    feed(corr, job_facts())
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S
+    uplink = _uplinks(corr, 1)[0]
+    port = (
+        corr.fabric.links[uplink].a
+        if corr.fabric.links[uplink].a.device == LEAF
+        else (corr.fabric.links[uplink].b)
+    )
+    renegotiated = [
+        LinkEvent(onset - 3 * S, port.device, port.interface, LinkEventKind.DOWN),
+        LinkEvent(onset - 2 * S, port.device, port.interface, LinkEventKind.TRAFFIC_DROP, 0.0),
+        LinkEvent(onset - 1 * S, port.device, port.interface, LinkEventKind.SPEED_DOWN, 400.0),
+    ]
+    feed(corr, [*_steady(n), *_steady(SLOW_REPORTS + 1, step_ms=150.0, first=n + 1), *renegotiated])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW and v.cause_link is not None
+    assert v.cause_link.link_id == uplink and v.diagnosis == "link-speed"
+    assert v.candidates[0].score > 0.9

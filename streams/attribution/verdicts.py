@@ -129,9 +129,11 @@ def _link_candidate(
     if not scored:
         return None
     crossing = obs.weights.get(lid, 0.0)
+    # Read from all its events: a traffic drop scores nothing for a slowed job, but still
+    # shows which member carried it.
     carried = any(
         e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
-        for _, e in scored
+        for e in events
     )
 
     # Consequences of trouble elsewhere (traffic that stopped with the job, pauses sent or
