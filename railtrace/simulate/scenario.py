@@ -288,8 +288,17 @@ def _strike(
         return strike
     host_links = sorted(({f.path[0] for f in job.flows} | {f.path[-1] for f in job.flows}) - avoid)
     fabric_links = sorted({lid for f in job.flows for lid in f.path[1:-1]} - avoid)
-    if kind is Fault.ECMP and fabric_links:
-        lid = rng.choice(fabric_links)
+    uplinks = [
+        lid
+        for lid in fabric_links
+        if Role.LEAF
+        in (
+            sc.fabric.role(sc.fabric.links[lid].a.device),
+            sc.fabric.role(sc.fabric.links[lid].b.device),
+        )
+    ]
+    if kind is Fault.ECMP and uplinks:
+        lid = rng.choice(uplinks)  # a leaf's uplink: its other uplinks are the job's options
     elif kind in HOST_CABLE_FAULTS or not fabric_links or rng.random() < 0.5:
         lid = rng.choice(host_links)
     else:
