@@ -159,6 +159,7 @@ class Correlator:
         if job is None:
             job = self._jobs[fact.job_id] = _Job(JobView(fact.job_id))
         change = job.view.add(fact)
+        job.judged_at = None  # the timer judges it again, whatever this fact changed
         if change & Change.FLOWS:
             job.weights = None
         stalled = job.verdict is not None and job.verdict.state in TROUBLED
