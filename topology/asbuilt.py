@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology.cabling import Cable, CablePlan
-from railtrace.topology.fabric import link_id
+from railtrace.topology.fabric import Fabric, build_fabric, link_id
 from railtrace.topology.lldp import CablingDifference
 
 
@@ -60,3 +60,15 @@ def as_built(
     built = CablePlan([*kept, *(Cable(a, b) for a, b in sorted(seen))])
     built.errors = list(plan.errors)
     return built, notes
+
+
+def cabled_fabric(
+    plan: CablePlan, differences: Iterable[CablingDifference], addresses: dict[str, Endpoint]
+) -> Fabric | None:
+    """The fabric as cabled, with its notes; None when nothing is miswired (the plan holds)."""
+    built, notes = as_built(plan, differences)
+    if not notes:
+        return None
+    fabric = build_fabric(built, addresses)
+    fabric.as_built = notes
+    return fabric

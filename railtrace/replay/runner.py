@@ -31,8 +31,8 @@ from railtrace.streams.records import (
 )
 from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
 from railtrace.streams.telemetry.lldp import LldpUpdate
-from railtrace.topology.asbuilt import as_built
-from railtrace.topology.fabric import Fabric, build_fabric
+from railtrace.topology.asbuilt import cabled_fabric
+from railtrace.topology.fabric import Fabric
 from railtrace.topology.lldp import (
     CablingDifference,
     CablingWatch,
@@ -112,12 +112,7 @@ def _as_cabled(capture: Capture, lldp: list[LldpUpdate], report: ReplayReport) -
         for remote in remotes
     ]
     report.cabling = check_cabling(capture.plan, seen, set(watches))
-    built, notes = as_built(capture.plan, report.cabling)
-    if not notes:
-        return capture.fabric
-    fabric = build_fabric(built, capture.addresses)
-    fabric.as_built = notes
-    return fabric
+    return cabled_fabric(capture.plan, report.cabling, capture.addresses) or capture.fabric
 
 
 def year_hint(capture: Capture) -> int | None:

@@ -34,9 +34,9 @@ from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkE
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
-from railtrace.topology.asbuilt import as_built
+from railtrace.topology.asbuilt import cabled_fabric
 from railtrace.topology.cabling import Cable, CablePlan
-from railtrace.topology.fabric import Fabric, PortLinks, build_fabric
+from railtrace.topology.fabric import Fabric, PortLinks
 from railtrace.topology.lldp import CablingDifference, PlanIndex
 
 log = logging.getLogger(__name__)
@@ -295,16 +295,21 @@ class Processor:
             await self._send_verdicts(adopted + advanced + self.correlator.reevaluate())
         )
 
-    async def _follow_link_events(self) -> None:
-        """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
-        must meet the anomalies of links whose telemetry other partitions normalised."""
-        consumer = AIOKafkaConsumer(
-            topics.name(self.settings.kafka.topic_prefix, topics.LINK_EVENTS),
+    def _whole_topic(self, spec: topics.TopicSpec) -> AIOKafkaConsumer:
+        """A consumer of every partition of `spec` from its start, outside any group: what
+        each worker must know whole (link events, cabling events)."""
+        return AIOKafkaConsumer(
+            topics.name(self.settings.kafka.topic_prefix, spec),
             group_id=None,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
             **kafka.client_kwargs(self.settings.kafka),
         )
+
+    async def _follow_link_events(self) -> None:
+        """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
+        must meet the anomalies of links whose telemetry other partitions normalised."""
+        consumer = self._whole_topic(topics.LINK_EVENTS)
         await consumer.start()
         try:
             newest = 0
@@ -351,13 +356,7 @@ class Processor:
         miswired (or back as planned), judges on the fabric as cabled, as the embedded replay
         does: a job's flows cross other links there, and the cable really on a failed port is
         the one to blame."""
-        consumer = AIOKafkaConsumer(
-            topics.name(self.settings.kafka.topic_prefix, topics.CABLING_EVENTS),
-            group_id=None,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            **kafka.client_kwargs(self.settings.kafka),
-        )
+        consumer = self._whole_topic(topics.CABLING_EVENTS)
         await consumer.start()
         try:
             while True:
@@ -396,12 +395,10 @@ class Processor:
             CablingDifference(port, e.kind, e.planned, e.seen)
             for port, e in sorted(self.cabling.items())
         ]
-        built, notes = as_built(self.plan, differences)
-        fabric = build_fabric(built, self.fabric.address_of)
-        fabric.as_built = notes
+        fabric = cabled_fabric(self.plan, differences, self.fabric.address_of) or self.fabric
         self.correlator.use_fabric(fabric)
         self.history.rekey(lambda e: fabric.link_at.get(Endpoint(e.device, e.interface)))
-        log.info("judging on the fabric as cabled", extra={"miswired": sorted(notes)})
+        log.info("judging on the fabric as cabled", extra={"miswired": sorted(fabric.as_built)})
 
 
 class _Parsers:
