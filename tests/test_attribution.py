@@ -256,6 +256,36 @@ def test_net_error_naming_the_peer_breaks_a_tie_between_two_down_links(design):
     assert Endpoint(HOST_B, "mlx5_0") in (v.cause_link.a, v.cause_link.b)
 
 
+def test_of_two_links_at_full_score_the_one_an_nccl_error_points_at_comes_first(design):
+    """Both cables carry the job and went down together: both score 1, so the confidence
+    says it is a coin toss, but NCCL's error names the peer across only one of them."""
+    corr = Correlator(_fabric(design))
+    fault = T0 + 100 * S
+    rail1 = [
+        ChannelEdge(T0, JOB, HOST_A, 100, "c1", 1, 0, 1, "send", "NET", 1, ORIGIN),
+        ChannelEdge(T0, JOB, HOST_B, 200, "c1", 1, 0, 1, "receive", "NET", 1, ORIGIN),
+    ]
+    _feed(corr, [*_job_facts(), *rail1])
+    a_rail1 = corr.fabric.link_at[Endpoint(HOST_A, "mlx5_1")]
+    b_rail0 = corr.fabric.link_at[Endpoint(HOST_B, "mlx5_0")]
+    assert a_rail1 < b_rail0  # by name alone the uncorroborated one would come first
+    ends = {lid: corr.fabric.links[lid].b for lid in (a_rail1, b_rail0)}
+    _feed(
+        corr,
+        [
+            *(LinkEvent(fault, e.device, e.interface, LinkEventKind.DOWN) for e in ends.values()),
+            NetError(
+                fault + 20 * S, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", ORIGIN
+            ),
+            _timeout(fault + 600 * S),  # the hung collective started as the links went down
+        ],
+    )
+    (v,) = corr.verdicts()
+    top = [(c.link.link_id, c.score) for c in v.candidates[:2] if c.link is not None]
+    assert top == [(b_rail0, 1.0), (a_rail1, 1.0)]
+    assert v.confidence == 0.5
+
+
 def test_peer_nic_is_inferred_on_the_same_rail_when_only_one_end_logged(design):
     corr = Correlator(_fabric(design))
     _feed(corr, _job_facts(both_ends=False))

@@ -419,7 +419,7 @@ def test_the_same_down_just_after_the_last_report_explains_the_silence():
 
 @pytest.mark.parametrize(
     ("down_at", "blamed"),
-    [(LAST - 2 * EVERY_S * S, None), (LAST + 2 * S, HOST_LINK)],
+    [(LAST - 2 * EVERY_S * S, None), (LAST + 4 * S, HOST_LINK)],
     ids=["survived", "after-the-last-report"],
 )
 def test_a_watchdog_is_not_blamed_on_a_down_the_job_reported_steps_through(
@@ -435,6 +435,52 @@ def test_a_watchdog_is_not_blamed_on_a_down_the_job_reported_steps_through(
     if blamed is None:
         assert v.cause_kind == CauseKind.UNKNOWN
         assert HOST_LINK not in {c.link.link_id for c in v.candidates if c.link is not None}
+
+
+def _every_step(count: int) -> list[Progress]:
+    """Step reports every EVERY_S seconds, one step apart: each report is one whole step."""
+    return [_report(T0 + i * EVERY_S * S, i) for i in range(1, count + 1)]
+
+
+@pytest.mark.parametrize(
+    ("reports", "down_before_last_s", "blamed"),
+    [
+        (_steady(REPORTS), EVERY_S // 2, None),
+        (_steady(REPORTS), EVERY_S // 10, HOST_LINK),
+        (_every_step(REPORTS), EVERY_S // 2, HOST_LINK),
+    ],
+    ids=["steps-after-it", "within-the-last-step", "reports-of-one-step"],
+)
+def test_a_job_that_finished_a_whole_step_after_a_down_survived_it(
+    reports: list[Progress], down_before_last_s: int, blamed: str | None
+):
+    # Ten steps per report: the last report vouches for its last step (EVERY_S / 10 seconds),
+    # not for the whole interval; a trainer reporting every step vouches for the interval.
+    corr = Correlator(fabric())
+    down = _down(LAST - down_before_last_s * S)
+    feed(corr, [*job_facts(), *reports, down, _timeout(LAST + 1 * S)])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert _blamed(v) == blamed
+
+
+@pytest.mark.parametrize(
+    ("hung_after_down_s", "blamed"),
+    [(7, None), (1, HOST_LINK)],
+    ids=["collectives-finished-after-it", "the-next-collective-hung"],
+)
+def test_collectives_that_finished_after_a_down_show_the_job_survived_it(
+    hung_after_down_s: int, blamed: str | None
+):
+    # No step report after the down; the watchdog's hung collective started after it, and
+    # every collective before that one finished.
+    corr = Correlator(fabric())
+    down_at = LAST + 1 * S
+    feed(corr, [*job_facts(), *_steady(REPORTS), _down(down_at)])
+    feed(corr, [_timeout(down_at + hung_after_down_s * S)])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert _blamed(v) == blamed
 
 
 # -- a run that finished ------------------------------------------------------------------------

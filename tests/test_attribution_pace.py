@@ -537,3 +537,63 @@ def test_a_slowed_jobs_ecmp_member_whose_traffic_dipped_at_the_onset_carried_it(
     assert v.state == JobState.SLOW and v.cause_link is not None
     assert v.cause_link.link_id == uplink and v.diagnosis == "link-speed"
     assert v.candidates[0].score > 0.9
+
+
+@pytest.mark.parametrize("capacity_lost", [False, True], ids=["kept-capacity", "went-down"])
+def test_a_slowed_job_takes_a_traffic_drop_as_its_own_only_where_the_link_lost_capacity(
+    capacity_lost: bool,
+) -> None:
+    """Two of the job's ECMP members show the same errors as it slows; one also lost its
+    traffic. A slowed job's traffic never stops: on a link that kept its capacity the drop is
+    another job's traffic stopping, so it says nothing of which member this job was on."""
+    corr = Correlator(fabric())
+    feed(corr, job_facts())
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S
+    dropped, other = _uplinks(corr, 2)
+
+    def leaf_port(lid: str) -> Endpoint:
+        ref = corr.fabric.links[lid]
+        return ref.a if ref.a.device == LEAF else ref.b
+
+    events = []
+    for lid in (dropped, other):
+        port = leaf_port(lid)
+        events.append(
+            LinkEvent(onset - 4 * S, port.device, port.interface, LinkEventKind.ERROR_BURST, 5.0)
+        )
+    port = leaf_port(dropped)
+    if capacity_lost:
+        events.append(LinkEvent(onset - 3 * S, port.device, port.interface, LinkEventKind.FLAP))
+    events.append(
+        LinkEvent(onset - 2 * S, port.device, port.interface, LinkEventKind.TRAFFIC_DROP, 0.0)
+    )
+    feed(corr, [*_steady(n), *_steady(SLOW_REPORTS + 1, step_ms=150.0, first=n + 1), *events])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW
+    scores = {c.link.link_id: c.score for c in v.candidates if c.link is not None}
+    if capacity_lost:
+        assert v.cause_link is not None and v.cause_link.link_id == dropped
+        assert scores[other] < scores[dropped] / 3  # a member that lost nothing was idle
+    else:
+        assert scores[dropped] == scores[other]  # nothing tells them apart
+        assert v.confidence <= scores[dropped] / 2
+
+
+def test_the_time_of_one_step_comes_from_the_step_numbers_between_reports():
+    pace = Pace()
+    pace.add(_report(0, step=100))
+    pace.add(_report(EVERY_S, step=110))
+    assert pace.step_ns() is None  # one interval is not yet a usual one
+    pace.add(_report(2 * EVERY_S, step=120))
+    pace.add(_report(3 * EVERY_S + 5, step=130))  # one slower interval does not move the median
+    assert pace.step_ns() == EVERY_S * S // 10
+    assert pace.step_ns(T0 + EVERY_S * S) is None  # as the reports stood then
+
+
+def test_reports_without_rising_step_numbers_give_no_step_time():
+    pace = Pace()
+    for i in range(6):
+        pace.add(_report(i * EVERY_S, step=7))
+    assert pace.interval_ns() == EVERY_S * S
+    assert pace.step_ns() is None

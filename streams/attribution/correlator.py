@@ -20,6 +20,7 @@ from railtrace.streams.attribution.scoring import TimeWindow
 from railtrace.streams.attribution.verdicts import (
     Observations,
     build_verdict,
+    first_hung_collective,
     healthy_verdict,
     stall_time,
 )
@@ -42,6 +43,9 @@ from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 TROUBLED = (JobState.STALLED, JobState.SLOW)
 #: Anomalies that a job visibly survives when it keeps reporting steps after them.
 STATE_CHANGES = frozenset({LinkEventKind.DOWN, LinkEventKind.FLAP, LinkEventKind.UP})
+#: Room for the hosts' and switches' clocks to disagree, and for a log shipper's stamp to be
+#: late, when a step report is held against a link's state change.
+SURVIVAL_SLACK_NS = 2 * 1_000_000_000
 NS = 1_000_000_000
 
 
@@ -275,7 +279,7 @@ class Correlator:
         # A job that kept its pace for a full interval after an anomaly began was not slowed
         # by it; a job that kept running after a link changed state was not stopped by that.
         slow = state == JobState.SLOW
-        survived = self._survived_until(job.view, since, slow)
+        survived = self._survived_until(job.view, since, upto_ns, slow)
         survivable = None if slow else STATE_CHANGES
         events = {
             lid: hits
@@ -296,18 +300,32 @@ class Correlator:
         )
 
     @staticmethod
-    def _survived_until(view: JobView, since: int, slow: bool = False) -> int:
+    def _survived_until(view: JobView, since: int, upto_ns: int | None, slow: bool = False) -> int:
         """Before this time an anomaly cannot explain the trouble that began at `since`: the
-        job went on reporting steps at its pace for a full interval after it (its traffic took
-        another path, the link came back, the errors did not touch it). 0 without reports."""
+        job went on making progress after it (its traffic took another path, the link came
+        back, the errors did not touch it). 0 without reports.
+
+        A stall needs only one whole step after the anomaly, a slowdown a whole interval at the
+        normal pace, since a report gives the mean pace of all the steps since the previous one.
+        Progress is known from the step reports and, for a stall, from the start of the first
+        collective that never finished: every collective before it finished.
+        """
         pace = view.pace
         if slow and pace.onset_prev_ns is not None and pace.onset_interval_ns is not None:
             return pace.onset_prev_ns - pace.onset_interval_ns
-        before = [t for t in pace.recent if t < since]
         interval = pace.interval_ns(since)
-        if not before or interval is None:
+        if interval is None:
             return 0
-        return before[-1] - interval
+        progressed = [t for t in pace.recent if t < since]
+        hung = None if slow else first_hung_collective(view, upto_ns)
+        if hung is not None:
+            progressed.append(min(hung, since))
+        if not progressed:
+            return 0
+        # One whole step vouched for; without step numbers, the whole interval.
+        step = pace.step_ns(since)
+        vouched = interval if step is None else min(interval, step + SURVIVAL_SLACK_NS)
+        return max(progressed) - vouched
 
     def _pfc_spread(
         self, events: dict[str, list[LinkEvent]], lo: int, hi: int

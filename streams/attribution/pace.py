@@ -51,6 +51,7 @@ class Pace:
     seen: int = 0
     baseline: list[float] = field(default_factory=list)
     recent: list[int] = field(default_factory=list)  # report times, oldest first
+    steps: list[int] = field(default_factory=list)  # the step each of `recent` reported
     run_start_ns: int | None = None  # first report of the current run of slow ones
     run_len: int = 0
     slow_since_ns: int | None = None  # start of a slowdown, once SLOW_REPORTS confirmed it
@@ -69,7 +70,9 @@ class Pace:
         if value is None or (self.recent and p.ts_ns <= self.recent[-1]):
             return False
         self.recent.append(p.ts_ns)
+        self.steps.append(p.step)
         del self.recent[:-RECENT_REPORTS]
+        del self.steps[:-RECENT_REPORTS]
         self.finished = p.total_steps is not None and p.step >= p.total_steps
         self.seen += 1
         if self.seen <= WARMUP_REPORTS:
@@ -123,6 +126,26 @@ class Pace:
             return None
         return int(statistics.median(b - a for a, b in itertools.pairwise(times)))
 
+    def step_ns(self, upto_ns: int | None = None) -> int | None:
+        """The usual time one step takes (median), from reports seen by `upto_ns`; None while
+        fewer than two intervals are known or the step numbers do not say.
+
+        Trainers report every N steps, so a report vouches for the whole last step before it,
+        collectives included, which is much shorter than the time between reports.
+        """
+        # Paired from the newest: a state saved before steps were kept has more times.
+        n = min(len(self.recent), len(self.steps))
+        times, steps = self.recent[len(self.recent) - n :], self.steps[len(self.steps) - n :]
+        reports = list(zip(times, steps, strict=True))
+        per_step = [
+            (tb - ta) // (sb - sa)
+            for (ta, sa), (tb, sb) in itertools.pairwise(reports)
+            if sb > sa and (upto_ns is None or tb <= upto_ns)
+        ]
+        if len(per_step) < 2:
+            return None
+        return int(statistics.median(per_step))
+
     def overdue_at(self, upto_ns: int | None = None) -> int | None:
         """When the job, as its reports stood at `upto_ns`, would be overdue; None if unknown."""
         times = [t for t in self.recent if upto_ns is None or t <= upto_ns]
@@ -146,6 +169,7 @@ class Pace:
             "seen": self.seen,
             "baseline": self.baseline,
             "recent": self.recent,
+            "steps": self.steps,
             "run": [self.run_start_ns, self.run_len],
             "slow": [self.slow_since_ns, self.slow_confirmed_ns],
             "ratios": [self.last_ratio, self.peak_ratio],
@@ -159,6 +183,7 @@ class Pace:
             seen=int(snap["seen"]),
             baseline=[float(v) for v in snap["baseline"]],
             recent=[int(t) for t in snap["recent"]],
+            steps=[int(n) for n in snap.get("steps", [])],
             run_start_ns=snap["run"][0],
             run_len=int(snap["run"][1]),
             slow_since_ns=snap["slow"][0],

@@ -50,6 +50,8 @@ MAX_EVIDENCE = 12
 DROP_SLACK_NS = 15 * 1_000_000_000
 #: Anomalies that a link shows because of trouble elsewhere (see `_link_candidate`).
 CONSEQUENCES = frozenset({LinkEventKind.TRAFFIC_DROP, LinkEventKind.PFC_PAUSING})
+#: Anomalies that take capacity from a link, so that its traffic falls with them.
+CAPACITY_LOSSES = frozenset({LinkEventKind.DOWN, LinkEventKind.FLAP, LinkEventKind.SPEED_DOWN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,15 @@ def _seen(ts_ns: int, upto_ns: int | None) -> bool:
     return ts_ns > 0 and (upto_ns is None or ts_ns <= upto_ns)
 
 
+def first_hung_collective(view: JobView, upto_ns: int | None = None) -> int | None:
+    """When the first collective that never finished started, from the watchdog lines seen by
+    `upto_ns`. Every collective before it finished: the job was making progress until then."""
+    return min(
+        (t.started_ns for t in view.timeouts if t.started_ns > 0 and _seen(t.ts_ns, upto_ns)),
+        default=None,
+    )
+
+
 def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
     """When the job stopped, from the hang evidence seen by `upto_ns`; None when there is none.
 
@@ -84,7 +95,8 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
     ran out, tens of seconds late; when the step reports stopped before it, the report that
     never came (the last one plus the usual interval) dates the stall better.
     """
-    times = [t.started_ns for t in view.timeouts if t.started_ns > 0 and _seen(t.ts_ns, upto_ns)]
+    hung = first_hung_collective(view, upto_ns)
+    times = [] if hung is None else [hung]
     times += [e.ts_ns for e in view.net_errors if _seen(e.ts_ns, upto_ns)]
     times += [r.ts_ns for r in view.ras if _seen(r.ts_ns, upto_ns)]
     times += [
@@ -100,6 +112,21 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
     if before and interval is not None and stall - before[-1] > interval:
         stall = min(stall, before[-1] + interval)
     return stall
+
+
+def _carried(events: list[LinkEvent], stalled_at: int, slow: bool) -> bool:
+    """Whether the link's traffic fell with the job's trouble, so the job's flow was on it.
+
+    A stalled job's traffic stops on every link it used. A slowed job's never stops, so a
+    collapse on a link that kept its capacity is some other job's traffic stopping (two faults
+    at once): for a slowdown only a link that lost capacity (down, flapping, a lower speed)
+    shows by its drop that the job's flow was on it.
+    """
+    dropped = any(
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
+        for e in events
+    )
+    return dropped and (not slow or any(e.kind in CAPACITY_LOSSES for e in events))
 
 
 def _link_candidate(
@@ -131,10 +158,7 @@ def _link_candidate(
     crossing = obs.weights.get(lid, 0.0)
     # Read from all its events: a traffic drop scores nothing for a slowed job, but still
     # shows which member carried it.
-    carried = any(
-        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
-        for e in events
-    )
+    carried = _carried(events, stalled_at, slow)
 
     # Consequences of trouble elsewhere (traffic that stopped with the job, pauses sent or
     # passed on) are counted once, however many ends and directions report them: they show
@@ -295,11 +319,8 @@ def build_verdict(
     answer was first reached.
     """
     ranks, hosts = view.ranks, len(view.hosts)
-    traffic_seen = any(
-        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
-        for events in obs.events.values()
-        for e in events
-    )
+    slow = state == JobState.SLOW
+    traffic_seen = any(_carried(events, stalled_at, slow) for events in obs.events.values())
     candidates = [
         c
         for lid in sorted(obs.events)
@@ -312,12 +333,21 @@ def build_verdict(
                 window,
                 stalled_at,
                 traffic_seen,
-                state == JobState.SLOW,
+                slow,
             )
         )
     ]
     candidates += _node_candidates(view, window, stalled_at, upto_ns)
-    candidates.sort(key=lambda c: (-c.score, c.kind, c.link.link_id if c.link else c.node or ""))
+    # Equal scores (both capped at 1, say) are ordered by NCCL's own word: a link an NCCL
+    # error names the peer across comes first.
+    candidates.sort(
+        key=lambda c: (
+            -c.score,
+            not (c.link is not None and c.link.link_id in obs.corroborated),
+            c.kind,
+            c.link.link_id if c.link else c.node or "",
+        )
+    )
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
     evidence = [*pace_evidence, *_hang_evidence(view, upto_ns)]
