@@ -297,3 +297,35 @@ def test_unknown_interfaces_are_counted_not_fatal(design):
     corr = Correlator(_fabric(design))
     assert corr.observe(LinkEvent(T0, "leaf-su01-r0", "swp999", LinkEventKind.DOWN)) == []
     assert corr.stats.unknown_interfaces == 1
+
+
+def test_hang_evidence_arriving_out_of_order_gives_the_verdict_time_order_gives(design):
+    """Every rank's watchdog gives up at the same second; the verdict shows the first few by
+    file. A streaming worker reads the ranks' files from different partitions, so they come in
+    any order: a line that sorts among the shown ones must re-judge the job when it arrives,
+    not only when a timer happens to (the streamed nic-down verdict once kept other lines)."""
+    fault = T0 + 100 * S
+    down = LinkEvent(fault, "leaf-su01-r0", "swp32", LinkEventKind.DOWN)
+    timeouts = [
+        CollectiveTimeout(
+            fault + 600 * S,
+            JOB,
+            HOST_A if rank % 2 == 0 else HOST_B,
+            rank,
+            42,
+            "ALLREDUCE",
+            600_000,
+            600_000,
+            fault,
+            LogOrigin(f"rank{rank}.log", 7),
+        )
+        for rank in range(6)
+    ]
+    in_order, streamed = Correlator(_fabric(design)), Correlator(_fabric(design))
+    _feed(in_order, [*_job_facts(), down, *timeouts])
+    _feed(streamed, [*_job_facts(), down])
+    for t in reversed(timeouts):  # rank5.log first: no sorting, no timer
+        streamed.observe(t)
+    (want,), (got,) = in_order.verdicts(), streamed.verdicts()
+    assert [e.subject for e in got.evidence] == [e.subject for e in want.evidence]
+    assert got == want

@@ -7,6 +7,7 @@ when a fact that changes it arrives.
 
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,13 +65,17 @@ class JobView:
     _flows: set[Flow] | None = None
     _stall_floor_ns: int = 2**63
     _peers: set[tuple[str, str | None]] = field(default_factory=set)
+    # Per kind of hang evidence, the sort keys of the facts a verdict shows (the first few
+    # by time and file), whatever order the facts arrived in.
+    _shown: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
 
     def add(self, fact: JobFact) -> Change:
         """Record a fact and say what it changed: the flow set, the verdict's inputs, or nothing.
 
         Hang evidence changes the inputs when it moves the stall earlier, names a new peer, is
-        among the first few of its kind (those are shown as evidence), or is an Xid; a later
-        watchdog line of the same hang changes nothing.
+        among the first few of its kind by time and file (those are shown as evidence, and a
+        streaming worker gets the files in any order), or is an Xid; a later watchdog line of
+        the same hang changes nothing.
         """
         ts = fact.ts_ns
         if ts:
@@ -120,7 +125,13 @@ class JobView:
         lowers = 0 < stall_ns < self._stall_floor_ns
         if lowers:
             self._stall_floor_ns = stall_ns
-        return Change.EVIDENCE if lowers or len(into) <= EVIDENCE_SHOWN else Change.NONE
+        shown = self._shown.setdefault(type(fact).__name__, [])
+        key = (fact.ts_ns, *at)
+        if len(shown) < EVIDENCE_SHOWN or key < shown[-1]:
+            bisect.insort(shown, key)
+            del shown[EVIDENCE_SHOWN:]
+            return Change.EVIDENCE
+        return Change.EVIDENCE if lowers else Change.NONE
 
     @property
     def timeouts(self) -> list[CollectiveTimeout]:
