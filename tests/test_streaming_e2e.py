@@ -48,6 +48,22 @@ def _wait_for(s: Stack, expected: dict[str, Any], timeout: float = 240) -> dict[
     return got
 
 
+def _differences(expected: dict[str, Any], got: dict[str, Any]) -> str:
+    """The fields that differ, job by job: a failure says which, ahead of the workers' logs."""
+    lines = []
+    for job_id in sorted(expected.keys() | got.keys()):
+        want, have = expected.get(job_id), got.get(job_id)
+        if want is None or have is None:
+            lines.append(f"{job_id}: embedded {want is not None}, streamed {have is not None}")
+            continue
+        for key in sorted(want.keys() | have.keys()):
+            if want.get(key) != have.get(key):
+                lines.append(
+                    f"{job_id}.{key}: embedded {want.get(key)!r}, streamed {have.get(key)!r}"
+                )
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
     require_broker()
@@ -58,7 +74,7 @@ def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault)
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
         got = _wait_for(s, expected)
-        assert got == expected, s.logs()
+        assert got == expected, f"{_differences(expected, got)}\n{s.logs()}"
 
 
 def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
@@ -87,7 +103,8 @@ def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
                 assert done.returncode == 0, done.stderr
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
-        assert _wait_for(s, expected) == expected, s.logs()
+        got = _wait_for(s, expected)
+        assert got == expected, f"{_differences(expected, got)}\n{s.logs()}"
         letters = _consume(f"{prefix}.dead-letters.v1", want=6)
         by_topic: dict[str, list[str]] = {}
         for letter in letters:
