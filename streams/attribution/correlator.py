@@ -104,7 +104,7 @@ class Correlator:
             job.weights = None
             job.judged_at = None
         if self.local_history is not None:
-            self.local_history.rekey(lambda e: fabric.link_at.get(Endpoint(e.device, e.interface)))
+            self.local_history.rekey(fabric.link_at)
 
     # -- input ------------------------------------------------------------------------------
 

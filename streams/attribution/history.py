@@ -9,10 +9,10 @@ of links whose telemetry other partitions normalised.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from railtrace.streams.records import LinkEvent
+from railtrace.streams.records import Endpoint, LinkEvent
 
 
 def order(e: LinkEvent) -> tuple[int, str, str, str, float, str]:
@@ -54,13 +54,13 @@ class LinkHistory:
         self._version += 1
         return True
 
-    def rekey(self, link_of: Callable[[LinkEvent], str | None]) -> None:
-        """File every event under the link `link_of` names for it now (the fabric changed
-        under it: a miswired cable found); events it names none for are dropped."""
+    def rekey(self, link_at: Mapping[Endpoint, str]) -> None:
+        """File every event under the link its port is on in `link_at` (a fabric's, changed
+        under the history: a miswired cable found); events on ports it lacks are dropped."""
         events = [e for history in self._events.values() for e in history]
         self._events = {}
         for e in events:
-            lid = link_of(e)
+            lid = link_at.get(Endpoint(e.device, e.interface))
             if lid is not None:
                 self.add(lid, e)
         self._version += 1

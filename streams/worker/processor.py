@@ -397,7 +397,7 @@ class Processor:
         ]
         fabric = cabled_fabric(self.plan, differences, self.fabric.address_of) or self.fabric
         self.correlator.use_fabric(fabric)
-        self.history.rekey(lambda e: fabric.link_at.get(Endpoint(e.device, e.interface)))
+        self.history.rekey(fabric.link_at)
         log.info("judging on the fabric as cabled", extra={"miswired": sorted(fabric.as_built)})
 
 
