@@ -12,10 +12,10 @@ events, job facts and verdicts.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import faust
@@ -295,55 +295,64 @@ class Processor:
             await self._send_verdicts(adopted + advanced + self.correlator.reevaluate())
         )
 
-    def _whole_topic(self, spec: topics.TopicSpec) -> AIOKafkaConsumer:
-        """A consumer of every partition of `spec` from its start, outside any group: what
-        each worker must know whole (link events, cabling events)."""
-        return AIOKafkaConsumer(
+    async def _whole_topic_records(
+        self, spec: topics.TopicSpec
+    ) -> AsyncIterator[tuple[int, list[tuple[bytes | None, list[Any]]]]]:
+        """Every partition of `spec` from its start, outside any group (what each worker must
+        know whole: link events, cabling events): per poll, how many messages came and each
+        decodable one's key and records. A message that does not decode is logged and
+        skipped: it must not stop the worker from following the rest."""
+        consumer = AIOKafkaConsumer(
             topics.name(self.settings.kafka.topic_prefix, spec),
             group_id=None,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
             **kafka.client_kwargs(self.settings.kafka),
         )
+        await consumer.start()
+        try:
+            while True:
+                batches = await consumer.getmany(timeout_ms=500)
+                messages = 0
+                decoded: list[tuple[bytes | None, list[Any]]] = []
+                for records in batches.values():
+                    messages += len(records)
+                    for record in records:
+                        try:
+                            decoded.append((record.key, wire.decode_records(record.value or b"")))
+                        except wire.WireError as exc:
+                            log.warning(
+                                "bad record on a followed topic",
+                                extra={"topic": spec.suffix, "reason": str(exc)},
+                            )
+                yield messages, decoded
+        finally:
+            await consumer.stop()
 
     async def _follow_link_events(self) -> None:
         """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
         must meet the anomalies of links whose telemetry other partitions normalised."""
-        consumer = self._whole_topic(topics.LINK_EVENTS)
-        await consumer.start()
-        try:
-            newest = 0
-            followed = reported = 0
-            last_report = time.monotonic()
-            while True:
-                batches = await consumer.getmany(timeout_ms=500)
-                for records in batches.values():
-                    followed += len(records)
-                    for record in records:
-                        try:
-                            events = wire.decode_records(record.value or b"")
-                        except wire.WireError as exc:
-                            log.warning("bad link-events record", extra={"reason": str(exc)})
-                            continue
-                        for e in events:
-                            if isinstance(e, LinkEvent) and (lid := self._link_of(e, record.key)):
-                                self.history.add(lid, e)
-                                newest = max(newest, e.ts_ns)
-                if newest:
-                    self.history.prune(newest - PRUNE_HORIZON_NS)
-                    self.newest_link_event_ns = newest
-                if followed != reported and time.monotonic() - last_report >= 5:
-                    # What the correlator has to judge with: a verdict missing a link's event
-                    # is explained here or in the telemetry stage's checkpoints.
-                    log.info(
-                        "link events followed",
-                        extra={"messages": followed, "newest_ns": newest},
-                    )
-                    reported, last_report = followed, time.monotonic()
-        except asyncio.CancelledError:
-            raise
-        finally:
-            await consumer.stop()
+        newest = 0
+        followed = reported = 0
+        last_report = time.monotonic()
+        async for messages, decoded in self._whole_topic_records(topics.LINK_EVENTS):
+            followed += messages
+            for key, events in decoded:
+                for e in events:
+                    if isinstance(e, LinkEvent) and (lid := self._link_of(e, key)):
+                        self.history.add(lid, e)
+                        newest = max(newest, e.ts_ns)
+            if newest:
+                self.history.prune(newest - PRUNE_HORIZON_NS)
+                self.newest_link_event_ns = newest
+            if followed != reported and time.monotonic() - last_report >= 5:
+                # What the correlator has to judge with: a verdict missing a link's event
+                # is explained here or in the telemetry stage's checkpoints.
+                log.info(
+                    "link events followed",
+                    extra={"messages": followed, "newest_ns": newest},
+                )
+                reported, last_report = followed, time.monotonic()
 
     def _link_of(self, e: LinkEvent, key: bytes | None) -> str | None:
         """The link an event's port is on as cabled: the telemetry stage keys it by the plan's
@@ -356,28 +365,14 @@ class Processor:
         miswired (or back as planned), judges on the fabric as cabled, as the embedded replay
         does: a job's flows cross other links there, and the cable really on a failed port is
         the one to blame."""
-        consumer = self._whole_topic(topics.CABLING_EVENTS)
-        await consumer.start()
-        try:
-            while True:
-                batches = await consumer.getmany(timeout_ms=500)
-                changed = False
-                for records in batches.values():
-                    for record in records:
-                        try:
-                            events = wire.decode_records(record.value or b"")
-                        except wire.WireError as exc:
-                            log.warning("bad cabling-events record", extra={"reason": str(exc)})
-                            continue
-                        for e in events:
-                            if isinstance(e, CablingEvent):
-                                changed |= self._note_cabling(e)
-                if changed:
-                    self._use_cabled_fabric()
-        except asyncio.CancelledError:
-            raise
-        finally:
-            await consumer.stop()
+        async for _, decoded in self._whole_topic_records(topics.CABLING_EVENTS):
+            changed = False
+            for _, events in decoded:
+                for e in events:
+                    if isinstance(e, CablingEvent):
+                        changed |= self._note_cabling(e)
+            if changed:
+                self._use_cabled_fabric()
 
     def _note_cabling(self, e: CablingEvent) -> bool:
         """Keep a port's latest miswire; True when what is miswired changed."""
