@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_support import BOOTSTRAP, Stack, require_broker, stack
+from kafka_support import BOOTSTRAP, Stack, differences, require_broker, stack
 
 from railtrace.api.schemas import VerdictOut
 from railtrace.replay import DiscardSink, open_capture, replay
@@ -48,22 +48,6 @@ def _wait_for(s: Stack, expected: dict[str, Any], timeout: float = 240) -> dict[
     return got
 
 
-def _differences(expected: dict[str, Any], got: dict[str, Any]) -> str:
-    """The fields that differ, job by job: a failure says which, ahead of the workers' logs."""
-    lines = []
-    for job_id in sorted(expected.keys() | got.keys()):
-        want, have = expected.get(job_id), got.get(job_id)
-        if want is None or have is None:
-            lines.append(f"{job_id}: embedded {want is not None}, streamed {have is not None}")
-            continue
-        for key in sorted(want.keys() | have.keys()):
-            if want.get(key) != have.get(key):
-                lines.append(
-                    f"{job_id}.{key}: embedded {want.get(key)!r}, streamed {have.get(key)!r}"
-                )
-    return "\n".join(lines)
-
-
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
     require_broker()
@@ -74,7 +58,7 @@ def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault)
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
         got = _wait_for(s, expected)
-        assert got == expected, f"{_differences(expected, got)}\n{s.logs()}"
+        assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
 
 
 def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
@@ -104,7 +88,7 @@ def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
         got = _wait_for(s, expected)
-        assert got == expected, f"{_differences(expected, got)}\n{s.logs()}"
+        assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
         letters = _consume(f"{prefix}.dead-letters.v1", want=6)
         by_topic: dict[str, list[str]] = {}
         for letter in letters:
