@@ -173,16 +173,18 @@ def decode_message(message: Any, stats: DecodeStats | None = None) -> list[Telem
     return _values(_parts(message), stats)
 
 
-def decode_with_lldp(message: Any) -> tuple[list[TelemetryValue], list[LldpUpdate]]:
+def decode_with_lldp(
+    message: Any, stats: DecodeStats | None = None
+) -> tuple[list[TelemetryValue], list[LldpUpdate]]:
     """The TelemetryValues of one gnmic message and the LLDP neighbour news in it, from one
-    walk of the message; DecodeError as for `decode_message`."""
+    walk of the message; DecodeError and `stats` as for `decode_message`."""
     parts = _parts(message)
     updates = [
         LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
         for p in parts
         if p.lldp or p.lldp_deletes
     ]
-    return _values(parts, None), updates
+    return _values(parts, stats), updates
 
 
 def _values(parts: list[Leaves], stats: DecodeStats | None) -> list[TelemetryValue]:
@@ -217,18 +219,13 @@ class GnmicDecoder:
                 continue
             self.stats.messages += 1
             try:
-                if lldp is None:
-                    out.extend(decode_message(item, self.stats))
-                    continue
-                parts = _parts(item)
-                out.extend(_values(parts, self.stats))
-                lldp.extend(
-                    LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
-                    for p in parts
-                    if p.lldp or p.lldp_deletes
-                )
+                values, updates = decode_with_lldp(item, self.stats)
             except DecodeError as exc:
                 raw = orjson.dumps(item)[:MAX_RAW_BYTES]
                 self.stats.dead_letter(DeadLetter(source, f"malformed message: {exc.reason}", raw))
+                continue
+            out.extend(values)
+            if lldp is not None:
+                lldp.extend(updates)
         self.stats.values += len(out)
         return out
