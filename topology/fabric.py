@@ -59,6 +59,10 @@ class Fabric:
     address_of: dict[str, Endpoint] = field(default_factory=dict)
     #: Links cabled unlike the plan (see `asbuilt`), with what the plan says instead.
     as_built: dict[str, str] = field(default_factory=dict)
+    # device -> its cabled ports and their links, indexed on first use (see `ports`)
+    _device_ports: dict[str, list[tuple[Endpoint, str]]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def role(self, device: str) -> Role | None:
         data = self.graph.nodes.get(device)
@@ -77,6 +81,15 @@ class Fabric:
             for n, d in self.graph.nodes(data=True)
             if d[ROLE] != Role.HOST and (role is None or d[ROLE] == role)
         )
+
+    def ports(self, device: str) -> list[tuple[Endpoint, str]]:
+        """`device`'s cabled ports, each with its link id, in plan order. Indexed on first
+        use: only pause-spreading and the simulator ask a device for all its ports."""
+        if self._device_ports is None:
+            self._device_ports = {}
+            for ep, lid in self.link_at.items():
+                self._device_ports.setdefault(ep.device, []).append((ep, lid))
+        return self._device_ports.get(device, [])
 
     def host_link(self, nic: Endpoint) -> str | None:
         """The link id of the cable from a host NIC to its leaf."""

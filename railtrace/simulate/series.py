@@ -82,7 +82,6 @@ class _Effects:
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.state_changes: dict[Endpoint, list[tuple[int, bool]]] = {}
-        self._ports: dict[str, list[tuple[Endpoint, str]]] | None = None
         self.watched_optics: set[Endpoint] = set()
         self.slowed_ports: dict[Endpoint, int] = {}  # port -> when it came back at low speed
         self.dying_optics: dict[Endpoint, int] = {}
@@ -136,7 +135,7 @@ class _Effects:
                 self.dying_optics[end] = at
             # The switch's optics are watched: every port of the leaf reports its power.
             for end in ends:
-                for port, _ in self.ports_of(end.device):
+                for port, _ in self.sc.fabric.ports(end.device):
                     self.watched_optics.add(port)
 
     def rx_power(self, port: Endpoint, t: int, noise: float) -> float | None:
@@ -162,7 +161,7 @@ class _Effects:
         fabric = self.sc.fabric
         leaf = link.a if fabric.role(link.a.device) == Role.LEAF else link.b
         self._add(leaf, at, pfc_rx=2.0e6)
-        for port, _ in self.ports_of(leaf.device):
+        for port, _ in self.sc.fabric.ports(leaf.device):
             if port == leaf:
                 continue
             far = self.peer_port(port)
@@ -171,7 +170,7 @@ class _Effects:
             if not upstream:
                 continue
             self._add(far, at + NS, pfc_rx=6.0e4)  # the spine is paused by the leaf: a victim
-            for spine_port, _ in self.ports_of(far.device):
+            for spine_port, _ in self.sc.fabric.ports(far.device):
                 if spine_port == far:
                     continue
                 other = self.peer_port(spine_port)
@@ -179,13 +178,6 @@ class _Effects:
                     continue
                 self._add(spine_port, at + 3 * NS, pfc_tx=2.0e4)
                 self._add(other, at + 3 * NS, pfc_rx=2.0e4)  # other leaves, paused by the spine
-
-    def ports_of(self, device: str) -> list[tuple[Endpoint, str]]:
-        if self._ports is None:
-            self._ports = {}
-            for ep, lid in self.sc.fabric.link_at.items():
-                self._ports.setdefault(ep.device, []).append((ep, lid))
-        return self._ports.get(device, [])
 
     def peer_port(self, port: Endpoint) -> Endpoint:
         ref = self.sc.fabric.links[self.sc.fabric.link_at[port]]

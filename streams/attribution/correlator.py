@@ -90,7 +90,6 @@ class Correlator:
         self.now_ns = 0
         # (time a job's step reports become overdue, job id); stale entries are skipped.
         self._due: list[tuple[int, str]] = []
-        self._ports: dict[str, list[str]] | None = None
 
     def use_fabric(self, fabric: Fabric) -> None:
         """Judge on `fabric` from now on: the same plan with the cables LLDP found miswired
@@ -98,7 +97,6 @@ class Correlator:
         history is re-filed by its owner, this one's own history here."""
         self.fabric = fabric
         self.paths = PathFinder(fabric)
-        self._ports = None
         self._jobs_on_link = {}
         for job in self._jobs.values():
             job.weights = None
@@ -391,13 +389,9 @@ class Correlator:
             return None
         received = storms.get(port.device)
         if received is None:
-            if self._ports is None:
-                self._ports = {}
-                for ep, lid in self.fabric.link_at.items():
-                    self._ports.setdefault(ep.device, []).append(lid)
             received = storms[port.device] = [
                 o
-                for lid in self._ports.get(port.device, ())
+                for _, lid in self.fabric.ports(port.device)
                 for o in self.history.between(lid, lo, hi)
                 if o.kind == LinkEventKind.PFC_STORM and o.device == port.device
             ]
