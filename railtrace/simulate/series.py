@@ -245,7 +245,10 @@ def port_series(sc: Scenario) -> Iterator[Item]:
     }
     # One port's octet counter is about to wrap, as 64-bit counters on long-lived ports do.
     counters[ports[rng.randrange(len(ports))][0]][0] = 2**64 - 3 * 10**11
-    jitter = {dev: rng.randrange(0, 400) * 1_000_000 for dev in {p.device for p, _ in ports}}
+    # Drawn in device order: a set's order changes with the hash seed, and a seed must give
+    # the same capture in every process.
+    devices = sorted({p.device for p, _ in ports})
+    jitter = {dev: rng.randrange(0, 400) * 1_000_000 for dev in devices}
     events: list[Item] = [PortState(sc.start_ns + jitter[p.device], p, True) for p, _ in ports]
     # Every port's LLDP neighbour, once at the start, as cabled (not as planned).
     for port, lid in ports:
