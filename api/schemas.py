@@ -20,6 +20,7 @@ from railtrace.streams.records import (
     CablingEvent,
     Candidate,
     CauseKind,
+    Diagnosis,
     Endpoint,
     Evidence,
     JobState,
@@ -140,8 +141,8 @@ class CauseOut(BaseModel):
     diagnosis: str = Field(
         "",
         description=(
-            "Which side failed, as far as the evidence tells: host-nic, switch-port, optic, "
-            "link-errors, pfc-source or gpu; empty when unknown."
+            "Which side failed, as far as the evidence tells: one of "
+            f"{', '.join(Diagnosis)}; empty when unknown."
         ),
     )
 
