@@ -19,7 +19,7 @@ from railtrace.simulate.gnmi import render
 from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
 from railtrace.simulate.series import Item, port_series
-from railtrace.streams.records import Endpoint, LinkRef
+from railtrace.streams.records import Diagnosis, Endpoint, LinkRef
 from railtrace.topology.cabling import format_cables_csv
 from railtrace.topology.reference import SU_NODES
 
@@ -54,18 +54,18 @@ def _link_json(ref: LinkRef | None) -> dict[str, Any] | None:
 
 
 #: The side of the culprit each fault is, as a verdict's diagnosis should name it.
-SIDE: dict[Fault, str] = {
-    Fault.LINK_DOWN: "switch-port",
-    Fault.FLAP: "switch-port",
-    Fault.CRC_BURST: "link-errors",
-    Fault.GRAY: "link-errors",
-    Fault.PFC_STORM: "pfc-source",
-    Fault.NIC_DOWN: "host-nic",
-    Fault.OPTIC: "optic",
-    Fault.GPU_XID: "gpu",
-    Fault.MISWIRE: "switch-port",
-    Fault.ECMP: "switch-port",
-    Fault.SPEED_DOWN: "link-speed",
+SIDE: dict[Fault, Diagnosis] = {
+    Fault.LINK_DOWN: Diagnosis.SWITCH_PORT,
+    Fault.FLAP: Diagnosis.SWITCH_PORT,
+    Fault.CRC_BURST: Diagnosis.LINK_ERRORS,
+    Fault.GRAY: Diagnosis.LINK_ERRORS,
+    Fault.PFC_STORM: Diagnosis.PFC_SOURCE,
+    Fault.NIC_DOWN: Diagnosis.HOST_NIC,
+    Fault.OPTIC: Diagnosis.OPTIC,
+    Fault.GPU_XID: Diagnosis.GPU,
+    Fault.MISWIRE: Diagnosis.SWITCH_PORT,
+    Fault.ECMP: Diagnosis.SWITCH_PORT,
+    Fault.SPEED_DOWN: Diagnosis.LINK_SPEED,
 }
 
 
@@ -87,7 +87,7 @@ def truth(sc: Scenario) -> dict[str, Any]:
             "ranks": job.ranks,
             "state": state,
             "fault": str(strike.kind) if strike else None,
-            "diagnosis": SIDE.get(strike.kind, "") if strike else None,
+            "diagnosis": str(SIDE.get(strike.kind, "")) if strike else None,
             "cause": cause,
             "link": _link_json(strike.link) if strike else None,
             "node": strike.node if strike else None,
