@@ -120,7 +120,14 @@ class LinkEventKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LinkEvent:
-    """Something happened on one interface at `ts_ns`; `detail` says what, for a human."""
+    """Something happened on one interface at `ts_ns`; `detail` says what, for a human.
+
+    `series` names the part of the interface the event is about when one interface has
+    several (the counter of an error burst or a reset, the direction of a traffic drop or of
+    pauses, an optic lane), empty when there is one. Two detectors can fire on one port at
+    the same instant (in-errors and in-fcs-errors bursts), so (device, interface, kind,
+    series, ts) is what makes an event distinct: the store keeps one row per such identity.
+    """
 
     ts_ns: int
     device: str
@@ -128,6 +135,7 @@ class LinkEvent:
     kind: LinkEventKind
     value: float = 0.0
     detail: str = ""
+    series: str = ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,14 +17,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import gates
 import pytest
 import store_samples as s
 
 from railtrace.store import NodeSummary, StoreError, migrations
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.store.schema import statements
+from railtrace.store.schema import TABLES, statements
 from railtrace.store.sql_store import SqlStore
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, JobState, NodeEvent
+from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
+    Endpoint,
+    JobState,
+    LinkEventKind,
+    NodeEvent,
+)
 
 SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 
@@ -31,9 +40,9 @@ SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 def _server_store(batch_rows: int) -> SqlStore:
     from railtrace.store.server_store import ClickHouseServerStore
 
-    assert SERVER_URL is not None
+    url = gates.configured("clickhouse_server", SERVER_URL, "RAILTRACE_TEST_CLICKHOUSE_URL")
     return ClickHouseServerStore(
-        SERVER_URL,
+        url,
         user=os.environ.get("RAILTRACE_TEST_CLICKHOUSE_USER", "default"),
         password=os.environ.get("RAILTRACE_TEST_CLICKHOUSE_PASSWORD", ""),
         database=f"railtrace_test_{uuid.uuid4().hex[:12]}",
@@ -44,12 +53,7 @@ def _server_store(batch_rows: int) -> SqlStore:
 @pytest.fixture(
     params=[
         "chdb",
-        pytest.param(
-            "clickhouse-server",
-            marks=pytest.mark.skipif(
-                SERVER_URL is None, reason="set RAILTRACE_TEST_CLICKHOUSE_URL to test a server"
-            ),
-        ),
+        pytest.param("clickhouse-server", marks=pytest.mark.clickhouse_server),
     ]
 )
 def open_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., SqlStore]]:
@@ -229,6 +233,21 @@ def test_a_link_event_seen_again_is_one_row_with_the_latest_detail(store: SqlSto
     assert store.count("link_events") == 1
     got = _select(store, "SELECT detail FROM {db}.link_events FINAL")
     assert got == [{"detail": "second look"}]
+
+
+def test_two_detectors_on_one_port_at_one_instant_are_two_rows(store: SqlStore) -> None:
+    """in-errors and in-fcs-errors bursting together, or both directions' traffic dropping:
+    one row per (device, interface, kind, ts) kept only one of them."""
+    errors, link_id = s.link_event(0)
+    errors = dataclasses.replace(
+        errors, kind=LinkEventKind.ERROR_BURST, detail="in-errors at 50/s", series="in-errors"
+    )
+    fcs = dataclasses.replace(errors, detail="in-fcs-errors at 50/s", series="in-fcs-errors")
+    store.write_link_events([(errors, link_id), (fcs, link_id)])
+    assert store.count("link_events") == 2
+    got = store.link_events_between([link_id], errors.ts_ns, errors.ts_ns)
+    assert sorted(e.series for e, _ in got) == ["in-errors", "in-fcs-errors"]
+    assert {e for e, _ in got} == {errors, fcs}
 
 
 def test_verdict_round_trip_is_lossless(store: SqlStore) -> None:
@@ -418,8 +437,11 @@ def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., S
     )
     with pytest.raises(StoreError, match="run migrate"):
         store.ping()
-    assert [s.applied_at is not None for s in store.migration_status()] == [True, False, False]
-    assert [m.version for m in store.migrate()] == [2, 3]
+    assert [s.applied_at is not None for s in store.migration_status()] == [
+        True,
+        *[False] * (len(migrations.MIGRATIONS) - 1),
+    ]
+    assert [m.version for m in store.migrate()] == [m.version for m in migrations.MIGRATIONS[1:]]
     store.ping()
     assert store.count("node_events") == 0
 
@@ -440,14 +462,15 @@ def test_queries_from_many_threads_at_once_each_get_their_own_answer(store: SqlS
         assert got == [f"job-{i}-{n}" for n in range(25)] + [f"job-{i}"]
 
 
-@pytest.mark.skipif(SERVER_URL is None, reason="needs RAILTRACE_TEST_CLICKHOUSE_URL")
+@pytest.mark.clickhouse_server
 def test_the_api_will_not_start_on_a_server_database_that_lacks_migrations() -> None:
     """A server's schema changes only through `railtrace db migrate`, so the API and sink can
     run as users without CREATE."""
     from cli_support import invoke
 
+    url = gates.configured("clickhouse_server", SERVER_URL, "RAILTRACE_TEST_CLICKHOUSE_URL")
     env = {
-        "RAILTRACE_STORE__CLICKHOUSE_URL": str(SERVER_URL),
+        "RAILTRACE_STORE__CLICKHOUSE_URL": url,
         "RAILTRACE_STORE__CLICKHOUSE_USER": os.environ.get(
             "RAILTRACE_TEST_CLICKHOUSE_USER", "default"
         ),
@@ -506,7 +529,7 @@ def test_migrating_to_the_rollup_counts_the_samples_already_stored_once(
             f"VALUES ({m.version}, 'v{m.version}')"
         )
     store.write_link_samples(_fault_samples([2.0, 3.0]))
-    assert [m.version for m in store.migrate()] == [3]
+    assert [m.version for m in store.migrate()] == [m.version for m in migrations.MIGRATIONS[2:]]
     for sql in migrations.MIGRATIONS[2].statements(store.database):  # applied again
         store._execute(sql)
     (worst,) = store.worst_links("in_errors", s.T0, s.T0 + 3600 * s.SECOND)
@@ -533,3 +556,67 @@ def test_reads_from_many_threads_see_what_another_thread_writes_meanwhile(
         readers = [pool.submit(read, i) for i in range(4)]
         pool.submit(write).result()
         assert [r.result() for r in readers] == [20] * 4
+
+
+PAST_SCHEMAS = Path(__file__).parent / "fixtures" / "store"
+
+
+def _past_store(open_raw: Callable[..., SqlStore], version: int) -> SqlStore:
+    """A store exactly as the release whose newest migration was `version` made it: that
+    release's rendered DDL, and its ledger."""
+    store = open_raw()
+    text = (PAST_SCHEMAS / f"schema-v{version}.sql").read_text()
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    body = re.sub(r"\brailtrace\.", f"{store.database}.", body)
+    body = body.replace(
+        "DATABASE IF NOT EXISTS railtrace;", f"DATABASE IF NOT EXISTS {store.database};"
+    )
+    for sql in (part.strip() for part in body.split(";\n")):
+        if sql:
+            store._execute(sql)
+    store._execute(migrations.ledger_sql(store.database))
+    for m in migrations.MIGRATIONS[:version]:
+        store._execute(
+            f"INSERT INTO {store.database}.{migrations.LEDGER} (version, name) "
+            f"VALUES ({m.version}, 'v{m.version}')"
+        )
+    return store
+
+
+def _live_shape(store: SqlStore, table: str) -> tuple[list[tuple[str, str]], str]:
+    """A table's (column, type) list in order and its sorting key, as the database has them."""
+    cols = store.select(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} "
+        "AND table = {t:String} ORDER BY position",
+        {"db": store.database, "t": table},
+    ).to_pylist()
+    (key,) = store.select(
+        "SELECT sorting_key FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        {"db": store.database, "t": table},
+    ).to_pylist()
+    # A one-column key reads back in parentheses: `(job_id)`.
+    return [(c["name"], c["type"]) for c in cols], key["sorting_key"].strip("()")
+
+
+@pytest.mark.parametrize("version", [3])
+def test_a_store_made_by_an_older_release_migrates_to_the_declared_schema_with_its_rows(
+    open_raw: Callable[..., SqlStore], version: int
+) -> None:
+    store = _past_store(open_raw, version)
+    event, link_id = s.link_event(0)
+    store._execute(  # a row as that release wrote it: no series column
+        f"INSERT INTO {store.database}.link_events "
+        "(ts, device, interface, link_id, kind, value, detail) VALUES "
+        f"(fromUnixTimestamp64Nano(toInt64({event.ts_ns})), '{event.device}', "
+        f"'{event.interface}', '{link_id}', '{event.kind.value}', 0, '{event.detail}')"
+    )
+    store.write_verdicts([s.verdict("slurm-1", JobState.STALLED)])
+    applied = [m.version for m in store.migrate()]
+    assert applied == [m.version for m in migrations.MIGRATIONS[version:]]
+    assert store.migrate() == []
+    store.ping()
+    for table in TABLES:
+        declared = [(c.name, c.ch_type) for c in table.columns]
+        assert _live_shape(store, table.name) == (declared, ", ".join(table.order_by)), table.name
+    assert store.link_events_between([link_id], event.ts_ns, event.ts_ns) == [(event, link_id)]
+    assert store.get_verdict("slurm-1") is not None

@@ -63,7 +63,7 @@ def test_every_table_remembers_blocks_to_drop_retries(table: str) -> None:
     ("table", "engine", "key"),
     [
         ("verdicts", "ReplacingMergeTree(updated_at)", ("job_id",)),
-        ("link_events", "ReplacingMergeTree", ("device", "interface", "kind", "ts")),
+        ("link_events", "ReplacingMergeTree", ("device", "interface", "kind", "ts", "series")),
     ],
 )
 def test_rows_with_identity_are_replaced_by_key(

@@ -28,8 +28,10 @@ def rate(
     return LinkSample(T + int(ts_s * S), "leaf1", "Ethernet1", metric, qualifier, value, interval_s)
 
 
-def event(ts_s: float, kind: LinkEventKind, value: float, detail: str) -> LinkEvent:
-    return LinkEvent(T + int(ts_s * S), "leaf1", "Ethernet1", kind, value, detail)
+def event(
+    ts_s: float, kind: LinkEventKind, value: float, detail: str, series: str = ""
+) -> LinkEvent:
+    return LinkEvent(T + int(ts_s * S), "leaf1", "Ethernet1", kind, value, detail, series)
 
 
 def run(inputs: Iterable[Input], thresholds: Thresholds | None = None) -> list[LinkEvent]:
@@ -89,14 +91,14 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             rate(130, M.IN_FCS_ERRORS, 2.0),
         ],
         [
-            event(20, K.ERROR_BURST, 12.5, "in_fcs_errors at 12.5/s"),
-            event(30, K.ERROR_BURST, 3.0, "symbol_errors[phy] at 3/s"),
-            event(130, K.ERROR_BURST, 2.0, "in_fcs_errors at 2/s"),
+            event(20, K.ERROR_BURST, 12.5, "in_fcs_errors at 12.5/s", "in_fcs_errors"),
+            event(30, K.ERROR_BURST, 3.0, "symbol_errors[phy] at 3/s", "symbol_errors[phy]"),
+            event(130, K.ERROR_BURST, 2.0, "in_fcs_errors at 2/s", "in_fcs_errors"),
         ],
     ),
     "any_uncorrectable_fec_codeword_is_an_event": (
         [rate(10, M.FEC_UNCORRECTABLE, 0.0), rate(20, M.FEC_UNCORRECTABLE, 0.1, "fc:2")],
-        [event(20, K.FEC_UNCORRECTABLE, 0.1, "uncorrectable FEC codewords at 0.1/s")],
+        [event(20, K.FEC_UNCORRECTABLE, 0.1, "uncorrectable FEC codewords at 0.1/s", "fc:2")],
     ),
     "pfc_pauses_sum_priorities_within_one_timestamp_per_direction": (
         [
@@ -113,12 +115,14 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
                 K.PFC_STORM,
                 5500.0,
                 "rx PFC pause 5500/s (priorities 3,4): the peer is pausing this port",
+                "rx",
             ),
             event(
                 20,
                 K.PFC_PAUSING,
                 5100.0,
                 "tx PFC pause 5100/s (priorities 3,link): this port is pausing its peer",
+                "tx",
             ),
         ],
     ),
@@ -135,12 +139,14 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
                 K.PFC_STORM,
                 9000.0,
                 "rx PFC pause 9000/s (priorities 3): the peer is pausing this port",
+                "rx",
             ),
             event(
                 80,
                 K.PFC_STORM,
                 7000.0,
                 "rx PFC pause 7000/s (priorities 3): the peer is pausing this port",
+                "rx",
             ),
         ],
     ),
@@ -163,7 +169,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             rate(0, M.RX_POWER_DBM, -10.0, "1", 0.0),
             rate(10, M.RX_POWER_DBM, -14.5, "1", 0.0),
         ],
-        [event(0, K.RX_POWER_LOW, -10.0, "rx power -10.00 dBm on channel 1")],
+        [event(0, K.RX_POWER_LOW, -10.0, "rx power -10.00 dBm on channel 1", "1")],
     ),
     "traffic_drop_against_a_busy_baseline": (
         [rate(t, M.IN_OCTETS, 2e9) for t in range(0, 50, 10)]
@@ -174,7 +180,31 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
                 K.TRAFFIC_DROP,
                 1e7,
                 "in_octets fell to 1e+07 B/s, 0.5% of its 2e+09 B/s baseline",
+                "in_octets",
             )
+        ],
+    ),
+    "two_detectors_firing_on_one_port_at_one_instant_are_told_apart_by_their_series": (
+        [rate(0, M.IN_ERRORS, 50.0), rate(0, M.IN_FCS_ERRORS, 50.0)]
+        + [rate(t, m, 2e9) for t in range(0, 50, 10) for m in (M.IN_OCTETS, M.OUT_OCTETS)]
+        + [rate(50, M.IN_OCTETS, 0.0), rate(50, M.OUT_OCTETS, 0.0)],
+        [
+            event(0, K.ERROR_BURST, 50.0, "in_errors at 50/s", "in_errors"),
+            event(0, K.ERROR_BURST, 50.0, "in_fcs_errors at 50/s", "in_fcs_errors"),
+            event(
+                50,
+                K.TRAFFIC_DROP,
+                0.0,
+                "in_octets fell to 0 B/s, 0.0% of its 2e+09 B/s baseline",
+                "in_octets",
+            ),
+            event(
+                50,
+                K.TRAFFIC_DROP,
+                0.0,
+                "out_octets fell to 0 B/s, 0.0% of its 2e+09 B/s baseline",
+                "out_octets",
+            ),
         ],
     ),
     "no_traffic_drop_on_a_quiet_link_or_before_warmup": (
@@ -241,5 +271,6 @@ def test_decoder_rates_and_health_chain_finds_a_pfc_storm_in_gnmic_events() -> N
             K.PFC_STORM,
             7000.0,
             "rx PFC pause 7000/s (priorities 3,4): the peer is pausing this port",
+            "rx",
         )
     ]

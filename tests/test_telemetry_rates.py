@@ -77,6 +77,7 @@ def test_device_reset_emits_counter_reset_and_no_rate(first: int, second: int) -
         LinkEventKind.COUNTER_RESET,
         float(second),
         f"in_octets fell from {first} to {second}: counter reset, new baseline",
+        "in_octets",
     )
     after, _ = rates.update(reading(20, second + 1000))
     assert after == sample(20, 100.0, 10)

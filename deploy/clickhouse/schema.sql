@@ -6,8 +6,9 @@
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
 -- cabling events, node events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job), link_events, cabling_events and node_events (one
--- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
+-- Idempotent writes: verdicts (one per job), link_events (one per device, interface, kind, ts
+-- and series), cabling_events and node_events (one per device or node, kind and ts) are
+-- ReplacingMergeTree, read with FINAL; every table keeps
 -- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
 -- identical batch is dropped.
 --
@@ -36,7 +37,7 @@ TTL inserted_at + INTERVAL 30 DAY
 SETTINGS non_replicated_deduplication_window = 1000
 COMMENT 'per-second counter rates and gauge readings per interface; kept 30 days';
 
--- link_events: link anomalies and state changes; one row per (device, interface, kind, ts)
+-- link_events: link anomalies and state changes; one row per (device, interface, kind, ts, series)
 CREATE TABLE IF NOT EXISTS railtrace.link_events
 (
     ts DateTime64(9, 'UTC'),
@@ -46,13 +47,14 @@ CREATE TABLE IF NOT EXISTS railtrace.link_events
     kind LowCardinality(String),
     value Float64,
     detail String,
-    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time'
+    inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time',
+    series LowCardinality(String) COMMENT 'the counter, direction or lane it is about; empty when the port has one'
 )
 ENGINE = ReplacingMergeTree
-ORDER BY (device, interface, kind, ts)
+ORDER BY (device, interface, kind, ts, series)
 TTL inserted_at + INTERVAL 12 MONTH
 SETTINGS non_replicated_deduplication_window = 1000
-COMMENT 'link anomalies and state changes; one row per (device, interface, kind, ts)';
+COMMENT 'link anomalies and state changes; one row per (device, interface, kind, ts, series)';
 
 -- cabling_events: ports whose LLDP neighbour differs from cables.csv, and when that stopped
 CREATE TABLE IF NOT EXISTS railtrace.cabling_events

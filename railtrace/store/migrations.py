@@ -48,6 +48,21 @@ def _fault_rollup(database: str) -> list[str]:
     ]
 
 
+def _link_event_series(database: str) -> list[str]:
+    """Two detectors firing on one port at one instant (in-errors and in-fcs-errors bursts;
+    in- and out-octets drops) were one row under the old key: the key gains `series`. The
+    column has no DEFAULT because ClickHouse refuses a defaulted new column in the key; its
+    type's default ('') fills the rows already stored. Running it on a table that has the
+    column and the key already changes nothing."""
+    table = TABLES_BY_NAME["link_events"]
+    column = next(c for c in table.columns if c.name == "series")
+    return [
+        f"ALTER TABLE {qualified(database, table.name)} "
+        f"ADD COLUMN IF NOT EXISTS {column.ddl()}, "
+        f"MODIFY ORDER BY ({', '.join(table.order_by)})"
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -58,6 +73,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         2, "LLDP cabling differences and GPU node events", _create("cabling_events", "node_events")
     ),
     Migration(3, "per-minute rollup of link fault counts, for the worst links", _fault_rollup),
+    Migration(4, "link events keyed by series too: simultaneous detectors", _link_event_series),
 )
 
 

@@ -106,6 +106,7 @@ def link_events(rows: Sequence[tuple[LinkEvent, str]]) -> pa.Table:
             "kind": [e.kind for e, _ in rows],
             "value": [e.value for e, _ in rows],
             "detail": [e.detail for e, _ in rows],
+            "series": [e.series for e, _ in rows],
         },
     )
 

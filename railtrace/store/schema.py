@@ -152,7 +152,9 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         name="link_events",
-        comment="link anomalies and state changes; one row per (device, interface, kind, ts)",
+        comment=(
+            "link anomalies and state changes; one row per (device, interface, kind, ts, series)"
+        ),
         columns=(
             Column("ts", _TS, _TS_ARROW),
             Column("device", "LowCardinality(String)", pa.string()),
@@ -162,9 +164,16 @@ TABLES: tuple[Table, ...] = (
             Column("value", "Float64", pa.float64()),
             Column("detail", "String", pa.string()),
             _inserted_at(),
+            Column(
+                "series",
+                "LowCardinality(String)",
+                pa.string(),
+                comment="the counter, direction or lane it is about; empty when the port has one",
+            ),
         ),
         engine="ReplacingMergeTree",
-        order_by=("device", "interface", "kind", "ts"),
+        # `series` last: migration 4 added it to an existing key, which only appends.
+        order_by=("device", "interface", "kind", "ts", "series"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
     ),
@@ -355,8 +364,9 @@ _HEADER = """\
 -- a replay the moment it is inserted. link_samples are kept 30 days after arrival; link events,
 -- cabling events, node events, job facts, verdicts and dead letters 12 months.
 --
--- Idempotent writes: verdicts (one per job), link_events, cabling_events and node_events (one
--- per device or node, kind and ts) are ReplacingMergeTree, read with FINAL; every table keeps
+-- Idempotent writes: verdicts (one per job), link_events (one per device, interface, kind, ts
+-- and series), cabling_events and node_events (one per device or node, kind and ts) are
+-- ReplacingMergeTree, read with FINAL; every table keeps
 -- the hashes of its last non_replicated_deduplication_window insert blocks so that a retried
 -- identical batch is dropped.
 --

@@ -119,12 +119,13 @@ ORDER BY ts, origin_source, origin_line
 LIMIT {{limit:UInt32}}"""
 
 _LINK_EVENTS_SQL = """\
-SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, kind, value, detail
+SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, kind, value, detail,
+       series
 FROM {events} FINAL
 WHERE link_id IN {{links:Array(String)}}
   AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
   AND ts <= fromUnixTimestamp64Nano({{until:Int64}})
-ORDER BY ts, device, interface, kind
+ORDER BY ts, device, interface, kind, series
 LIMIT {{limit:UInt32}}"""
 
 # Bucketed by integer division of the nanosecond time, which runs the same on every
@@ -467,6 +468,7 @@ class SqlStore(ABC):
                     LinkEventKind(r["kind"]),
                     r["value"],
                     r["detail"],
+                    r["series"],
                 ),
                 r["link_id"],
             )

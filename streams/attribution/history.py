@@ -15,8 +15,8 @@ from typing import Protocol
 from railtrace.streams.records import Endpoint, LinkEvent
 
 
-def order(e: LinkEvent) -> tuple[int, str, str, str, float, str]:
-    return (e.ts_ns, e.device, e.interface, e.kind.value, e.value, e.detail)
+def order(e: LinkEvent) -> tuple[int, str, str, str, str, float, str]:
+    return (e.ts_ns, e.device, e.interface, e.kind.value, e.series, e.value, e.detail)
 
 
 class LinkEventSource(Protocol):

@@ -324,7 +324,7 @@ class LinkHealth:
     ) -> list[LinkEvent]:
         if not self._latch((s.device, s.interface, kind, sub), s.ts_ns, bad):
             return []
-        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, s.rate, detail)]
+        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, s.rate, detail, sub)]
 
     def _on_pause(self, s: LinkSample, direction: str) -> list[LinkEvent]:
         """PFC_STORM (pauses received) or PFC_PAUSING (pauses sent) on the sum over
@@ -355,7 +355,7 @@ class LinkHealth:
             f"{direction} PFC pause {group.total:.0f}/s (priorities {which}): "
             f"{_PAUSE_MEANING[direction]}"
         )
-        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, group.total, detail)]
+        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, group.total, detail, direction)]
 
     def _on_speed(self, s: LinkSample) -> list[LinkEvent]:
         """SPEED_DOWN when a port negotiates below the highest speed it had: a cable or optic
@@ -398,7 +398,11 @@ class LinkHealth:
                 f"{s.metric} fell to {s.rate:.3g} B/s, {s.rate / baseline.ewma:.1%} of its "
                 f"{baseline.ewma:.3g} B/s baseline"
             )
-            events.append(LinkEvent(s.ts_ns, s.device, s.interface, K.TRAFFIC_DROP, s.rate, detail))
+            events.append(
+                LinkEvent(
+                    s.ts_ns, s.device, s.interface, K.TRAFFIC_DROP, s.rate, detail, str(s.metric)
+                )
+            )
         if not dropped:
             baseline.ewma += t.traffic_ewma_alpha * (s.rate - baseline.ewma)
             baseline.samples += 1

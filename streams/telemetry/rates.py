@@ -149,5 +149,11 @@ class CounterRates:
         where = f"{v.metric}[{v.qualifier}]" if v.qualifier else str(v.metric)
         detail = f"{where} fell from {last} to {v.value}: counter reset, new baseline"
         return LinkEvent(
-            v.ts_ns, v.device, v.interface, LinkEventKind.COUNTER_RESET, float(v.value), detail
+            v.ts_ns,
+            v.device,
+            v.interface,
+            LinkEventKind.COUNTER_RESET,
+            float(v.value),
+            detail,
+            where,
         )
