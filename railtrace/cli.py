@@ -185,7 +185,7 @@ def _open_owned(settings: Settings) -> Store:
 
 
 def _replay_into(settings: Settings, capture_dir: Path) -> object:
-    from railtrace.render import replay_summary
+    from railtrace.render import STORED_TABLES, replay_summary
     from railtrace.replay import CaptureError, open_capture, replay
 
     try:
@@ -195,6 +195,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
     store = _open_owned(settings)
     settle_heap()
     try:
+        before = {t: store.count(t) for t in STORED_TABLES}
         with _progress() as bar:
             tasks: dict[str, TaskID] = {}
 
@@ -204,9 +205,11 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
                 bar.advance(tasks[stage], n)
 
             report = replay(capture, store, batch_rows=settings.store.batch_rows, progress=tick)
+        # What the store holds now, not what was sent: rows it already had collapse into them.
+        stored = {t: store.count(t) - before[t] for t in STORED_TABLES}
     finally:
         store.close()
-    replay_summary(err, report)
+    replay_summary(err, report, stored)
     return report
 
 

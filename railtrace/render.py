@@ -67,12 +67,34 @@ def print_verdict(console: Console, v: Verdict) -> None:
         console.print(ev_table)
 
 
-def replay_summary(console: Console, report: ReplayReport) -> None:
+#: The tables a replay reports on, with what the replay made of each.
+STORED_TABLES = ("link_samples", "link_events", "job_facts", "verdicts")
+_WHAT = {
+    "link_samples": "link samples",
+    "link_events": "link events",
+    "job_facts": "job facts",
+    "verdicts": "verdicts",
+}
+
+
+def replay_summary(console: Console, report: ReplayReport, stored: dict[str, int]) -> None:
+    """`stored` is how many more rows each table holds than before the replay: a row the store
+    already had (the same capture replayed again) is counted as held, not as stored."""
     seconds = report.decode_s + report.process_s
+    made = {
+        "link_samples": report.samples,
+        "link_events": report.link_events,
+        "job_facts": report.facts,
+        "verdicts": len(report.verdicts),
+    }
+    parts = []
+    for table in STORED_TABLES:
+        held = made[table] - stored[table]
+        note = f" ({held:,} already held)" if held > 0 else ""
+        parts.append(f"{stored[table]:,} {_WHAT[table]}{note}")
     console.print(
         f"Replayed {report.telemetry_values:,} telemetry values and {report.log_lines:,} log lines"
-        f" ({report.facts:,} job facts) in {seconds:.1f} s; "
-        f"{report.samples:,} link samples, {report.link_events:,} link events stored."
+        f" in {seconds:.1f} s; the store gained " + ", ".join(parts) + "."
     )
     dead = sum(report.dead_letters.values())
     if dead or report.unknown_interfaces or report.plan_errors:

@@ -26,6 +26,7 @@ from click.testing import Result
 from railtrace import __version__
 from railtrace.cli import DEMO_MARK
 from railtrace.store import read_owner
+from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.owner import Owner, owner_path
 
 _SERVE_START_S = 30.0
@@ -264,6 +265,30 @@ def test_unknown_job_exits_2_and_says_how_to_list_jobs(incident: Incident) -> No
     err = _refused(invoke("verdict", "no-such-job", "--data", incident.data), code=2)
     assert "no job 'no-such-job'" in err
     assert "railtrace jobs" in err
+
+
+def test_replay_says_what_the_store_holds_and_a_second_replay_that_it_held_it_already(
+    tmp_path: Path,
+) -> None:
+    capture, data = tmp_path / "capture", tmp_path / "data"
+    _ok(invoke("simulate", capture, "--nodes", 64, "--fault", "crc-burst", "--seed", 4))
+    first = _flat(_ok(invoke("replay", capture, "--data", data)).stderr)
+    store = ChdbStore(data)
+    try:
+        held = {t: store.count(t) for t in ("link_samples", "link_events", "verdicts")}
+    finally:
+        store.close()
+    assert held["link_events"] > 0
+    assert (
+        f"the store gained {held['link_samples']:,} link samples, "
+        f"{held['link_events']:,} link events, "
+    ) in first, first
+    assert "already held" not in first
+    again = _flat(_ok(invoke("replay", capture, "--data", data)).stderr)
+    assert (
+        f"the store gained 0 link samples ({held['link_samples']:,} already held), "
+        f"0 link events ({held['link_events']:,} already held)"
+    ) in again, again
 
 
 def test_replay_without_cables_csv_names_the_missing_file(tmp_path: Path) -> None:
