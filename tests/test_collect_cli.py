@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -94,7 +95,7 @@ def test_collect_logs_follows_a_job_log_onto_the_raw_topic_and_stops_cleanly(
         batch = wire.decode_log_batch(got[0][1])
         assert (batch.job_id, batch.source, batch.first_line_no) == (
             "4242",
-            "logs/4242/rank0.log",
+            f"logs/4242/{socket.gethostname()}:{log_file}",
             1,
         )
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from railtrace.collectors.emit import Collected, Outgoing
-from railtrace.collectors.hosts import LogScraper, LogScraperConfig
+from railtrace.collectors.hosts import LogScraper, LogScraperConfig, source_name
 from railtrace.collectors.hosts.jobpath import PathTemplate, slurm_job_id
 from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, plan_scenario
@@ -27,6 +27,7 @@ from railtrace.streams import wire
 from railtrace.streams.logs import LogParser, parse_lines
 
 JOB = "4812"
+NODE = "gpu-test-01"
 
 
 class Clock:
@@ -42,6 +43,7 @@ class Clock:
 def config(tmp_path: Path, **kw: Any) -> LogScraperConfig:
     base: dict[str, Any] = {
         "paths": [str(tmp_path / "jobs" / "{job_id}" / "*.log")],
+        "node": NODE,
         "state_file": tmp_path / "state" / "offsets.json",
         "idle_flush_ms": 0,
         "max_delay_ms": 0,
@@ -51,6 +53,11 @@ def config(tmp_path: Path, **kw: Any) -> LogScraperConfig:
     }
     base.update(kw)
     return LogScraperConfig(**base)
+
+
+def src(tmp_path: Path, name: str = "rank0.log", job: str = JOB, gen: int = 0) -> str:
+    """The source the scraper on NODE names `job_file(tmp_path, name, job)`'s content by."""
+    return source_name(job, NODE, str(tmp_path / "jobs" / job / name), gen)
 
 
 def job_file(tmp_path: Path, name: str = "rank0.log", job: str = JOB) -> Path:
@@ -101,8 +108,8 @@ def test_appended_lines_go_out_in_order_with_their_line_numbers(tmp_path: Path) 
     run(go())
     got = batches(out.messages)
     assert [(b.source, b.first_line_no, b.lines) for b in got] == [
-        (f"logs/{JOB}/rank0.log", 1, ("one", "two", "three")),
-        (f"logs/{JOB}/rank0.log", 4, ("four", "five")),
+        (src(tmp_path), 1, ("one", "two", "three")),
+        (src(tmp_path), 4, ("four", "five")),
     ]
     assert {(m.stream, m.key, m.state_change) for m in out.messages} == {("logs", b"4812", False)}
     assert all(b.job_id == JOB and b.year == datetime.now(UTC).year for b in got)
@@ -116,7 +123,7 @@ def test_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
         s = LogScraper(config(tmp_path), out)
         append(path, "first\nsec")
         await s.poll()
-        assert numbered(out.messages) == {f"logs/{JOB}/rank0.log": [(1, "first")]}
+        assert numbered(out.messages) == {src(tmp_path): [(1, "first")]}
         append(path, "ond")
         await s.poll()
         assert len(out.messages) == 1  # still no newline
@@ -125,7 +132,7 @@ def test_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
         s.close()
 
     run(go())
-    assert numbered(out.messages)[f"logs/{JOB}/rank0.log"] == [
+    assert numbered(out.messages)[src(tmp_path)] == [
         (1, "first"),
         (2, "second"),
         (3, "third"),
@@ -260,7 +267,7 @@ def test_rename_rotation_finishes_the_old_file_and_starts_a_new_source(tmp_path:
 
     run(go())
     assert numbered(out.messages) == {
-        f"logs/{JOB}/rank0.log": [
+        src(tmp_path): [
             (1, "a1"),
             (2, "a2"),
             (3, "a3"),
@@ -268,7 +275,7 @@ def test_rename_rotation_finishes_the_old_file_and_starts_a_new_source(tmp_path:
             (5, "a5"),
             (6, "a6-never-finished"),
         ],
-        f"logs/{JOB}/rank0.log#1": [(1, "b1")],
+        src(tmp_path, gen=1): [(1, "b1")],
     }
 
 
@@ -292,8 +299,8 @@ def test_rotation_by_rename_alone_keeps_reading_until_the_new_file_appears(
 
     run(go())
     assert numbered(out.messages) == {
-        f"logs/{JOB}/rank0.log": [(1, "x1"), (2, "x2")],
-        f"logs/{JOB}/rank0.log#1": [(1, "y1")],
+        src(tmp_path): [(1, "x1"), (2, "x2")],
+        src(tmp_path, gen=1): [(1, "y1")],
     }
 
 
@@ -329,8 +336,8 @@ def test_copytruncate_starts_a_new_source_from_line_one(tmp_path: Path, regrown:
     run(go())
     got = numbered(out.messages)
     assert got == {
-        f"logs/{JOB}/rank0.log": [(1, "old1"), (2, "old2"), (3, "old3-unfinished")],
-        f"logs/{JOB}/rank0.log#1": list(enumerate(new_lines, 1)),
+        src(tmp_path): [(1, "old1"), (2, "old2"), (3, "old3-unfinished")],
+        src(tmp_path, gen=1): list(enumerate(new_lines, 1)),
     }
     # Fed to the pipeline's parsers, nothing of the new content is taken for a redelivery.
     parsers: dict[str, LogParser] = {}
@@ -359,9 +366,7 @@ def test_a_deleted_file_is_finished_and_forgotten(tmp_path: Path) -> None:
         s.close()
 
     run(go())
-    assert numbered(out.messages) == {
-        f"logs/{JOB}/rank0.log": [(1, "only"), (2, "last-unfinished")]
-    }
+    assert numbered(out.messages) == {src(tmp_path): [(1, "only"), (2, "last-unfinished")]}
     state = (tmp_path / "state" / "offsets.json").read_text()
     assert '"files": []' in state.replace("\n", "").replace("  ", " ").replace("[ ]", "[]")
 
@@ -435,8 +440,8 @@ def test_restart_from_the_state_file_neither_loses_nor_repeats_lines(
 
     run(go())
     got = numbered(first.messages)
-    assert list(got) == [f"logs/{JOB}/rank0.log"]
-    rows = got[f"logs/{JOB}/rank0.log"]
+    assert list(got) == [src(tmp_path)]
+    rows = got[src(tmp_path)]
     assert [n for n, _ in rows] == list(range(1, 701))
     assert [line for _, line in rows] == lines_of(path)
 
@@ -462,8 +467,8 @@ def test_restart_after_a_rotation_while_stopped_drains_the_renamed_file(tmp_path
 
     run(go())
     assert numbered(out.messages) == {
-        f"logs/{JOB}/rank0.log": [(1, "r1"), (2, "r2"), (3, "r3")],
-        f"logs/{JOB}/rank0.log#1": [(1, "n1")],
+        src(tmp_path): [(1, "r1"), (2, "r2"), (3, "r3")],
+        src(tmp_path, gen=1): [(1, "n1")],
     }
 
 
@@ -488,8 +493,8 @@ def test_restart_after_a_truncation_while_stopped_starts_a_new_generation(
 
     run(go())
     assert numbered(out.messages) == {
-        f"logs/{JOB}/rank0.log": [(1, "g0-1"), (2, "g0-2")],
-        f"logs/{JOB}/rank0.log#1": [(1, "g1-1 is a longer line than the whole old content")],
+        src(tmp_path): [(1, "g0-1"), (2, "g0-2")],
+        src(tmp_path, gen=1): [(1, "g1-1 is a longer line than the whole old content")],
     }
 
 
@@ -507,7 +512,7 @@ def test_an_unreadable_state_file_is_set_aside_and_files_are_read_again(tmp_path
         s.close()
 
     run(go())
-    assert numbered(out.messages) == {f"logs/{JOB}/rank0.log": [(1, "z1")]}
+    assert numbered(out.messages) == {src(tmp_path): [(1, "z1")]}
     assert cfg.state_file.with_name("offsets.json.bad").read_text() == "{not json"
 
 
@@ -569,7 +574,11 @@ def test_slurm_job_id_in_the_first_lines_names_the_job(tmp_path: Path) -> None:
 
     s = run(go())
     assert numbered(out.messages) == {
-        "logs/90210/train.out": [(1, "+ env"), (2, "SLURM_JOB_ID=90210"), (3, "NCCL INFO hello")]
+        source_name("90210", NODE, str(named), 0): [
+            (1, "+ env"),
+            (2, "SLURM_JOB_ID=90210"),
+            (3, "NCCL INFO hello"),
+        ]
     }
     assert {m.key for m in out.messages} == {b"90210"}
     assert s.stats.files_without_job == 1
@@ -590,7 +599,9 @@ def test_files_naming_no_job_use_the_fallback_when_configured(tmp_path: Path) ->
         s.close()
 
     run(go())
-    assert numbered(out.messages) == {"logs/unknown/a.out": [(1, "nothing")]}
+    assert numbered(out.messages) == {
+        source_name("unknown", NODE, str(out_dir / "a.out"), 0): [(1, "nothing")]
+    }
 
 
 def test_slurm_job_id_helper() -> None:
@@ -629,10 +640,10 @@ def test_simulated_nccl_logs_give_the_facts_of_the_whole_files(tmp_path: Path) -
 
     run(go())
     sent = batches(out.messages)
-    assert {b.source for b in sent} == {f"logs/{job.job_id}/{n}" for n in texts}
+    assert {b.source for b in sent} == {src(tmp_path, n, job.job_id) for n in texts}
     assert any(m.state_change for m in out.messages)
     for name, text in texts.items():
-        source = f"logs/{job.job_id}/{name}"
+        source = src(tmp_path, name, job.job_id)
         mine = [b for b in sent if b.source == source]
         parser = LogParser(job.job_id, source, mine[0].year)
         streamed = []
@@ -652,3 +663,32 @@ def test_simulated_nccl_logs_give_the_facts_of_the_whole_files(tmp_path: Path) -
 def test_docstring_examples_hold(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_two_nodes_files_of_one_name_are_two_sources(tmp_path: Path) -> None:
+    """Every node of a job may write `stdout.log`: under one source the parser, which keeps
+    one position per source, would drop the second node's lines as seen."""
+    out = Collected()
+    path = job_file(tmp_path, "stdout.log")
+    path.write_text("one\ntwo\n")
+
+    async def go(node: str) -> None:
+        s = LogScraper(
+            config(tmp_path, node=node, state_file=tmp_path / node / "offsets.json"), out
+        )
+        await s.poll()
+        s.close()
+
+    run(go("gpu-a"))
+    run(go("gpu-b"))
+    got = numbered(out.messages)
+    assert got == {
+        source_name(JOB, node, str(path), 0): [(1, "one"), (2, "two")]
+        for node in ("gpu-a", "gpu-b")
+    }
+
+
+@pytest.mark.parametrize("node", ["", "gpu 7", "gpu7:0", "a/b"])
+def test_a_node_name_that_would_make_sources_ambiguous_is_refused(node: str) -> None:
+    with pytest.raises(ValueError, match="node"):
+        LogScraperConfig(node=node)

@@ -4,6 +4,7 @@ every job's verdict against the simulator's ground truth."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,35 @@ def test_damaged_inputs_are_dead_lettered_and_the_verdict_survives(tmp_path: Pat
     _check_against_truth(report.verdicts, truth)
     assert report.dead_letters["gnmi"] >= 2
     assert report.plan_errors
+
+
+def test_log_files_of_one_name_in_nested_host_folders_are_each_read(tmp_path: Path) -> None:
+    """`logs/<job>/host-a/rank.log` and `host-b/rank.log` are two files, not one source: the
+    parser keeps one position per source and drops what it has seen."""
+    flat, nested = tmp_path / "flat", tmp_path / "nested"
+    write_capture(flat, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
+    shutil.copytree(flat, nested)
+    moved = 0
+    for log in sorted((nested / "logs").glob("*/*.log")):
+        (log.parent / log.stem).mkdir()
+        log.rename(log.parent / log.stem / "rank.log")
+        moved += 1
+    want = replay(open_capture(flat), DiscardSink())
+    store = ChdbStore(tmp_path / "data")
+    try:
+        store.migrate()
+        got = replay(open_capture(nested), store)
+        assert store.count("job_facts") == got.facts
+    finally:
+        store.close()
+    assert (got.log_lines, got.facts) == (want.log_lines, want.facts)
+    assert [(v.job_id, v.state, v.ranks, v.hosts, v.cause_link) for v in got.verdicts] == [
+        (v.job_id, v.state, v.ranks, v.hosts, v.cause_link) for v in want.verdicts
+    ]
+    capture = open_capture(nested)
+    sources = [capture.log_source(p) for paths in capture.log_files.values() for p in paths]
+    assert len(set(sources)) == len(sources) == capture.log_file_count
+    assert sum(src.endswith("/rank.log") for src in sources) == moved > 16
 
 
 def test_capture_without_cabling_plan_is_a_clear_error(tmp_path: Path) -> None:

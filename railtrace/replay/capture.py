@@ -36,6 +36,13 @@ class Capture:
     def log_file_count(self) -> int:
         return sum(len(v) for v in self.log_files.values())
 
+    def log_source(self, path: Path) -> str:
+        """The source name of a log file: its path in the capture (`logs/<job>/host-a/rank.log`).
+        Each file must have its own, since the parser keeps one position per source and drops
+        lines it has seen: two hosts' `rank.log` under one name lost a third of a job's facts.
+        """
+        return path.relative_to(self.root).as_posix()
+
 
 def open_capture(root: Path) -> Capture:
     """Load the plan and list the inputs; raises CaptureError when there is nothing to replay."""

@@ -69,7 +69,7 @@ def log_batches(capture: Capture) -> Iterator[wire.LogBatch]:
             for start in range(0, len(lines), LINES_PER_MESSAGE):
                 yield wire.LogBatch(
                     job_id,
-                    f"logs/{job_id}/{path.name}",
+                    capture.log_source(path),
                     start + 1,
                     tuple(lines[start : start + LINES_PER_MESSAGE]),
                     year,

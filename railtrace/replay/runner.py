@@ -162,7 +162,7 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
     started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
         for path in paths:
-            parser = LogParser(job_id, f"logs/{job_id}/{path.name}", year_hint=year)
+            parser = LogParser(job_id, capture.log_source(path), year_hint=year)
             with path.open("rb") as fh:
                 for line in fh:
                     out.facts.extend(parser.feed(line))

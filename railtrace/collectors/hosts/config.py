@@ -45,6 +45,9 @@ class LogScraperConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     paths: list[str] = Field(default_factory=lambda: ["/var/log/jobs/{job_id}/*.log"])
+    # This host's name in every source it sends (`logs/<job>/<node>:<path>`); None: the
+    # host name. Two nodes of one job must never share one.
+    node: str | None = Field(default=None, min_length=1, pattern=r"^[^\s:/]+$")
     state_file: Path = Path("/var/lib/railtrace/log-offsets.json")
     # Lines per raw-logs message: the same as `railtrace replay --kafka` by default.
     max_lines: int = Field(default=500, ge=1, le=100_000)

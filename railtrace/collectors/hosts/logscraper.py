@@ -6,11 +6,13 @@ read `railtrace replay --kafka`. A batch goes out when it is full (`max_lines`),
 arrived for `idle_flush_ms`, at the latest `max_delay_ms` after its first line was read, and at
 once when it holds a hang or error line (`alert_patterns`), which also marks it a state change.
 
-Sources and line numbers. A path's first content is the source `logs/<job>/<file name>`, as
-the replay names capture files, and `line_no` is the 1-based line number in the file as it lies
+Sources and line numbers. A path's first content is the source `logs/<job>/<node>:<path>`
+(this host's name and the file's absolute path: every GPU node of a job may write a
+`stdout.log` of its own, and two of one name under one source would lose one, since the parser
+keeps one position per source), and `line_no` is the 1-based line number in the file as it lies
 on disk (`sed -n '<line_no>p' file` shows the line). Every later content of the same path, after
 a rotation (rename and a new file) or a truncation (copytruncate, `> file`), is a new
-*generation* and a new source, `logs/<job>/<file name>#<generation>` (1, 2, ...), whose lines
+*generation* and a new source, `logs/<job>/<node>:<path>#<generation>` (1, 2, ...), whose lines
 are again numbered from 1 as they lie in the new content. A new source is needed because the
 parser drops any line whose (source, line_no) is not beyond what it already consumed (a
 redelivery after a crash): restarting the numbering under the old source name would have the
@@ -34,6 +36,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import stat
 import time
 from collections.abc import Callable
@@ -55,15 +58,15 @@ STREAM = "logs"
 SLURM_SCAN_BYTES = 64 * 1024
 
 
-def source_name(job_id: str, path: str, generation: int) -> str:
-    """The raw-logs `source` of one content of a path; see the module docstring.
+def source_name(job_id: str, node: str, path: str, generation: int) -> str:
+    """The raw-logs `source` of one content of a path on `node`; see the module docstring.
 
-    >>> source_name("4812", "/var/log/jobs/4812/rank0.log", 0)
-    'logs/4812/rank0.log'
-    >>> source_name("4812", "/var/log/jobs/4812/rank0.log", 2)
-    'logs/4812/rank0.log#2'
+    >>> source_name("4812", "gpu7", "/var/log/jobs/4812/rank0.log", 0)
+    'logs/4812/gpu7:/var/log/jobs/4812/rank0.log'
+    >>> source_name("4812", "gpu7", "/var/log/jobs/4812/rank0.log", 2)
+    'logs/4812/gpu7:/var/log/jobs/4812/rank0.log#2'
     """
-    name = f"logs/{job_id}/{os.path.basename(path)}"
+    name = f"logs/{job_id}/{node}:{os.path.abspath(path)}"
     return f"{name}#{generation}" if generation else name
 
 
@@ -127,6 +130,7 @@ class LogScraper:
         self.stats = ScraperStats()
         self._emit = emit
         self._clock = clock
+        self.node = config.node or socket.gethostname()
         self._templates = [PathTemplate(p) for p in config.paths]
         self._alert = re.compile("|".join(f"(?:{p})" for p in config.alert_patterns))
         self._paths: dict[str, _Path] = {}
@@ -385,7 +389,11 @@ class LogScraper:
         texts = tuple(x.text for x in lines)
         alert = any(self._alert.search(t) for t in texts) if f.alert else False
         batch = LogBatch(
-            e.job_id, source_name(e.job_id, e.path, e.generation), e.line_no + 1, texts, e.year
+            e.job_id,
+            source_name(e.job_id, self.node, e.path, e.generation),
+            e.line_no + 1,
+            texts,
+            e.year,
         )
         try:
             await self._emit(
