@@ -1,0 +1,1993 @@
+"""Fuzz run of the capture readers: generated inputs, good records among garbage, two checks.
+
+Run: .venv/bin/python benchmarks/fuzz_readers.py [--seed 1] [--inputs 100000]
+     [--time-limit 3600] [--readers cables,hosts,gnmi,gnmi-message,logs,replay]
+     [--failures DIR] [--index N --readers R]   (the last form re-runs one input, verbosely)
+
+Good records come from a simulated 16-node incident (`railtrace.simulate.write_capture`) and
+from the real excerpts in tests/fixtures/: cables.csv and hosts.csv rows, gnmic messages (json
+and event format, one line or gnmic's multiline layout), and log lines (NCCL, PyTorch, trainer
+steps, dmesg / journal Xid and mlx5 lines). Every input is a handful of untouched good records
+with garbage between them: good records of *other* files mutated (bit flips, truncation,
+inserted junk, invalid UTF-8, NULs, huge and negative numbers and timestamps, wrong JSON types,
+deep nesting, duplicated or missing CSV fields, BOMs, CRs, very long lines, ...) and pure junk.
+The whole input may also be dressed in a way that must not change its meaning (CRLF line ends,
+a BOM, reordered or extra CSV columns, a column repeated).
+
+Each input is fed to its reader and two things are checked:
+
+* crash: any exception escaping the reader (for `decode_message`, anything but the DecodeError
+  it documents for a malformed message), or an input taking longer than `--input-budget`
+  seconds (a SIGALRM at `--hang-limit` seconds stops a runaway input and counts it as a hang);
+* lost good record: what each good record gives when read without the garbage (its cable, its
+  host address, its telemetry values and LLDP news, its job facts) must still come out of the
+  input. Only what a reader documents as context may differ: a log line without a full date
+  takes its time (and a PyTorch or kernel line its host) from the lines before it, which is
+  found by reading the good lines after two different preludes and dropping the fields that
+  differ; a cable end claimed by an earlier row, an address re-mapped by a later row, and a
+  log fact the parser reports once (RankInfo per rank, a watchdog timeout per rank and
+  collective, a rethrown error per time and peer) already reported by a garbage line count as
+  "superseded", not lost.
+
+Bad input is expected to come out as counted dead letters / plan errors; their number is
+printed. Inputs are reproducible from (seed, reader, index); every failing input is written,
+reduced to the garbage that still makes it fail, to `--failures DIR` with a JSON note of what
+was expected and what came out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import io
+import json
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+import orjson
+
+from railtrace.replay import CaptureError, open_capture, replay
+from railtrace.simulate import Fault, write_capture
+from railtrace.streams.logs import LogParser
+from railtrace.streams.records import (
+    CablingEvent,
+    CollectiveTimeout,
+    DeadLetter,
+    Endpoint,
+    JobFact,
+    LinkEvent,
+    LinkSample,
+    NetError,
+    RankInfo,
+    Verdict,
+)
+from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message
+from railtrace.streams.telemetry.lldp import LldpUpdate
+from railtrace.topology.cabling import (
+    CABLE_COLUMNS,
+    HOSTS_COLUMNS,
+    Cable,
+    parse_cables_csv,
+    parse_hosts_csv,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+READERS = ("cables", "hosts", "gnmi", "gnmi-message", "logs", "replay")
+#: Source directories whose frames name where a crash happened.
+PRODUCT_DIRS = tuple(str(ROOT / d) for d in ("railtrace", "streams", "topology", "api"))
+
+
+class InputTimeout(BaseException):
+    """Raised by SIGALRM inside a reader; a BaseException so that no reader's `except
+    Exception` (the log parser's "never raises" net) can swallow it."""
+
+
+def _alarm(_signum: int, _frame: FrameType | None) -> None:
+    raise InputTimeout
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Item:
+    """One record of an input: a good one (`good` >= 0, untouched) or garbage (`how` it was
+    made). `where` names the file of a multi-file input (replay)."""
+
+    data: bytes
+    good: int = -1
+    how: str = ""
+    where: str = ""
+
+
+@dataclass
+class Case:
+    reader: str
+    index: int
+    items: list[Item]
+    ctx: dict[str, Any] = field(default_factory=dict)
+
+    def goods(self) -> list[Item]:
+        return [i for i in self.items if i.good >= 0]
+
+    def copy(self, items: list[Item]) -> Case:
+        return Case(self.reader, self.index, items, dict(self.ctx))
+
+
+@dataclass
+class Result:
+    crash: str | None = None
+    exc: BaseException | None = None
+    lost: list[str] = field(default_factory=list)
+    superseded: int = 0
+    dead: int = 0
+    checked: int = 0
+    hang: bool = False
+
+    def signature(self) -> str | None:
+        if self.crash is not None:
+            return self.crash
+        if self.lost:
+            return "lost: " + self.lost[0].split(" | ")[0]
+        return None
+
+
+def _where_raised(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if f.filename.startswith(PRODUCT_DIRS)]
+    last = (mine or frames)[-1] if frames else None
+    if last is None:
+        return "?"
+    return f"{Path(last.filename).relative_to(ROOT) if last.filename.startswith(str(ROOT)) else last.filename}:{last.lineno}"  # noqa: E501
+
+
+def crash_of(exc: BaseException) -> tuple[str, BaseException]:
+    """A crash's signature (type and the innermost product frame), and the exception for its
+    traceback (formatted only for inputs that are written out: formatting costs more than
+    most inputs)."""
+    return f"crash: {type(exc).__name__} at {_where_raised(exc)}", exc
+
+
+def trace_of(exc: BaseException | None) -> str:
+    return "" if exc is None else "".join(traceback.format_exception(exc))[-4000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutations
+# ---------------------------------------------------------------------------------------------
+
+INVALID_UTF8 = (
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xed\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+    b"\x80\x80",
+    b"\xf8\x88\x80\x80\x80",
+)
+ODD_TEXT = tuple(
+    s.encode()
+    for s in (
+        "\ufeff",
+        "\u2028",
+        "\u2029",
+        "\u202e",
+        "\x85",
+        "\x1b[31m",
+        "\uff11\uff12\uff13",  # fullwidth digits
+        "\u0661\u0662\u0663",  # Arabic-Indic digits: str.isdecimal() is True for them
+        "\U0001d7d9",
+        "e\u0301",
+        "\u0130",
+        "\ufffd",
+        "\t",
+        "\x0b\x0c",
+        "\\u0000",
+        "\\udc80",
+        "\\ud800\\udc00",
+    )
+)
+HUGE_NUMBERS = (
+    b"9" * 20,
+    b"9" * 25,
+    b"9" * 400,
+    b"9" * 4301,
+    b"9" * 6000,
+    b"-1",
+    b"-9223372036854775809",
+    b"9223372036854775808",
+    b"18446744073709551616",
+    b"340282366920938463463374607431768211457",
+    b"1e309",
+    b"-1e309",
+    b"1e-400",
+    b"-0",
+    b"0",
+    b"00",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1.5",
+    b"0x10",
+    b"1_000",
+    b"+7",
+    b"1e18",
+    b"4.2e19",
+)
+BAD_TIMES = (
+    b"0000-00-00T00:00:00Z",
+    b"0001-01-01T00:00:00+01:00",
+    b"9999-12-31T23:59:59.999999999Z",
+    b"9999-12-31T23:59:59-23:59",
+    b"1969-12-31T23:59:59Z",
+    b"1970-01-01T00:00:00Z",
+    b"2026-13-45T25:61:61Z",
+    b"2026-02-30 00:00:00",
+    b"2026-05-06T16:53:20+99:99",
+    b"2026-05-06T16:53:20.1234567890123Z",
+    b"10000-01-01T00:00:00Z",
+    b"[2262-04-11 23:47:16]",
+    b"[1677-09-21 00:12:43]",
+    b"Feb 30 25:00:00",
+    b"E1399 99:99:99.999",
+    b"-1",
+    b"0",
+    b"1",
+    b"-9223372036854775808",
+    b"9223372036854775807",
+    b"18446744073709551615",
+    b"99999999999999999999",
+    b"1e30",
+)
+_DIGITS = re.compile(rb"\d+")
+_TIMEISH = re.compile(
+    rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{16,19}"
+    rb"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}|[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"
+)
+
+
+def _pos(rng: random.Random, data: bytes) -> int:
+    return rng.randint(0, len(data))
+
+
+def m_flip(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    if not data:
+        return bytes([rng.randrange(256)])
+    buf = bytearray(data)
+    for _ in range(rng.choice((1, 1, 2, 4, 8))):
+        i = rng.randrange(len(buf))
+        buf[i] ^= 1 << rng.randrange(8)
+    return bytes(buf)
+
+
+def m_replace(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    if not data:
+        return data
+    i = rng.randrange(len(data))
+    n = rng.randint(1, 16)
+    return data[:i] + rng.randbytes(n) + data[i + n :]
+
+
+def m_truncate(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    return data[: _pos(rng, data)]
+
+
+def m_cut_front(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    return data[_pos(rng, data) :]
+
+
+def m_insert_junk(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    junk = rng.randbytes(rng.choice((1, 2, 8, 64, 512)))
+    return data[:i] + junk + data[i:]
+
+
+def m_invalid_utf8(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return data[:i] + rng.choice(INVALID_UTF8) + data[i:]
+
+
+def m_nul(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return data[:i] + b"\x00" * rng.choice((1, 1, 3, 100)) + data[i:]
+
+
+def m_odd_text(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return data[:i] + rng.choice(ODD_TEXT) + data[i:]
+
+
+def m_huge_number(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    runs = list(_DIGITS.finditer(data))
+    if not runs:
+        return m_insert_junk(rng, data, pool)
+    m = rng.choice(runs)
+    return data[: m.start()] + rng.choice(HUGE_NUMBERS) + data[m.end() :]
+
+
+def m_bad_time(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    runs = list(_TIMEISH.finditer(data)) or list(_DIGITS.finditer(data))
+    if not runs:
+        return rng.choice(BAD_TIMES) + b" " + data
+    m = rng.choice(runs)
+    return data[: m.start()] + rng.choice(BAD_TIMES) + data[m.end() :]
+
+
+def m_duplicate(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    if not data:
+        return data
+    i = rng.randrange(len(data))
+    j = min(len(data), i + rng.randint(1, 64))
+    return data[:j] + data[i:j] * rng.choice((1, 2, 10, 100)) + data[j:]
+
+
+def m_delete(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    if not data:
+        return data
+    i = rng.randrange(len(data))
+    return data[:i] + data[i + rng.randint(1, 32) :]
+
+
+def m_splice(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    other = rng.choice(pool)
+    return data[: _pos(rng, data)] + other[_pos(rng, other) :]
+
+
+def m_crlf(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return data[:i] + rng.choice((b"\r", b"\r\n", b"\n", b"\r\r\n", b"\n\r")) + data[i:]
+
+
+def m_bom(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    return rng.choice((b"\xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf", b"\xff\xfe")) + data
+
+
+def m_long(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    """A very long line: what a runaway print or a binary blob without newlines gives."""
+    size = rng.choice((70_000, 140_000, 300_000)) if rng.random() < 0.9 else 1_100_000
+    piece = data or b"x"
+    return (piece * (size // len(piece) + 1))[:size]
+
+
+def m_case(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    return data.swapcase() if rng.random() < 0.5 else data.upper()
+
+
+def m_quote(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return data[:i] + rng.choice((b'"', b"'", b'""', b"\\", b'\\"', b"`")) + data[i:]
+
+
+def m_separator(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
+    i = _pos(rng, data)
+    return (
+        data[:i]
+        + rng.choice((b",", b",,", b";", b"\t", b" ", b":", b"]", b"[", b"{", b"}"))
+        + data[i:]
+    )
+
+
+BYTE_OPS: tuple[Callable[[random.Random, bytes, Sequence[bytes]], bytes], ...] = (
+    m_flip,
+    m_replace,
+    m_truncate,
+    m_cut_front,
+    m_insert_junk,
+    m_invalid_utf8,
+    m_nul,
+    m_odd_text,
+    m_huge_number,
+    m_huge_number,
+    m_bad_time,
+    m_bad_time,
+    m_duplicate,
+    m_delete,
+    m_splice,
+    m_crlf,
+    m_bom,
+    m_case,
+    m_quote,
+    m_separator,
+)
+#: Long lines cost a reader milliseconds each, so they come once in this many mutations.
+LONG_EVERY = 150
+
+
+def mutate_bytes(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> tuple[bytes, str]:
+    hows = []
+    for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
+        op = m_long if rng.randrange(LONG_EVERY) == 0 else rng.choice(BYTE_OPS)
+        data = op(rng, data, pool)
+        hows.append(op.__name__[2:])
+    return data, "+".join(hows)
+
+
+def junk(rng: random.Random) -> tuple[bytes, str]:
+    """Input that never was a record."""
+    kind = rng.randrange(12)
+    if kind == 0:
+        return rng.randbytes(rng.choice((1, 16, 256, 4096))), "junk:random-bytes"
+    if kind == 1:
+        return b"", "junk:empty"
+    if kind == 2:
+        return rng.choice((b" ", b"\t", b"\r", b"   \t ", b"\x00")), "junk:blank"
+    if kind == 3:
+        return rng.choice(
+            (b"{", b"[", b"}", b"]", b"{}", b"[]", b"null", b"[[", b"{{")
+        ), "junk:brace"
+    if kind == 4:
+        return rng.choice(INVALID_UTF8) * rng.randint(1, 50), "junk:invalid-utf8"
+    if kind == 5:
+        return b"\x00" * rng.choice((1, 10, 1000)), "junk:nul"
+    if kind == 6:
+        return json.dumps(_random_json(rng, 3)).encode(), "junk:json"
+    if kind == 7:
+        return rng.choice(ODD_TEXT) * rng.randint(1, 20), "junk:odd-text"
+    if kind == 8:
+        return rng.choice(HUGE_NUMBERS), "junk:number"
+    if kind == 9:
+        return rng.choice(BAD_TIMES) + b" " + rng.randbytes(8).hex().encode(), "junk:time"
+    if kind == 10:
+        depth = rng.choice((100, 1000, 5000))
+        return b"[" * depth + b"]" * depth, "junk:deep"
+    return b"\xef\xbb\xbf", "junk:bom"
+
+
+def _random_json(rng: random.Random, depth: int) -> Any:
+    kind = rng.randrange(8 if depth > 0 else 6)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.choice((True, False))
+    if kind == 2:
+        return rng.choice(
+            (0, -1, 1, 2**63, 2**64, -(2**63) - 1, 10**30, rng.randint(-1000, 10**12))
+        )
+    if kind == 3:
+        return rng.choice((0.0, -0.0, 1.5, 1e308, -1e308, 5e-324))
+    if kind == 4:
+        return rng.choice(("", "x", "UP", "9" * 30, "\u0661", "1e5", "-5", "[name=a]", "a/b/c"))
+    if kind == 5:
+        return []
+    if kind == 6:
+        return [_random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return {
+        rng.choice(
+            ("a", "values", "tags", "updates", "Path", "source", "timestamp", "name", "")
+        ): _random_json(rng, depth - 1)
+        for _ in range(rng.randint(0, 3))
+    }
+
+
+# -- JSON-aware mutations of gnmic messages ----------------------------------------------------
+
+_DEEP = "\x00deep\x00"
+
+
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    yield path, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _nodes(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _nodes(v, (*path, i))
+
+
+def _set(root: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    parent = root
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = new
+    return root
+
+
+BAD_TIMESTAMPS: tuple[Any, ...] = (
+    -1,
+    0,
+    1,
+    -(2**63),
+    2**63 - 1,
+    2**63,
+    2**64,
+    10**30,
+    1.7e18,
+    float(2**62),
+    "1778086400228000000",
+    "-1",
+    "0",
+    "9" * 5000,
+    "\u0661\u0662\u0663",
+    "2026-05-06T16:53:20Z",
+    "1e18",
+    "",
+    True,
+    None,
+    [],
+    {},
+    [1778086400228000000],
+)
+BAD_SOURCES: tuple[Any, ...] = (
+    "",
+    " ",
+    ":",
+    "[",
+    "[::1",
+    "[::1]:57400",
+    "a:b:c",
+    "leaf1:",
+    ":57400",
+    "\ufffd\ufffd",
+    "leaf\u0000one",
+    "x" * 5000,
+    "leaf1:6030\n",
+    "le\u202eaf",
+    7,
+    None,
+    True,
+    [],
+    {"a": 1},
+)
+BAD_VALUES: tuple[Any, ...] = (
+    -1,
+    2**64,
+    2**64 + 1,
+    10**30,
+    1e308,
+    -1e308,
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e309",
+    "9" * 5000,
+    "9" * 4301,
+    "\u0661\u0662",
+    "12abc",
+    "",
+    " 12",
+    "0x1f",
+    True,
+    None,
+    [],
+    [1, 2],
+    [{}],
+    [{"name": None}],
+    {},
+    {"digits": 5, "precision": 10**6},
+    {"digits": 10**30, "precision": 2},
+    {"digits": "5", "precision": 2},
+    {"uintVal": "9" * 5000},
+    {"uintVal": {"uintVal": {"uintVal": 3}}},
+    {"doubleVal": "NaN"},
+    {"decimalVal": {"digits": 1, "precision": -1}},
+    {"stringVal": "UP"},
+    "openconfig-if-ethernet:SPEED_UNKNOWN",
+    "openconfig-if-ethernet:SPEED_",
+    "SPEED_99999999999999999999GB",
+    "UP" * 1000,
+)
+BAD_PATHS = (
+    "",
+    "/",
+    "//",
+    "interfaces/interface[name=]/state/counters/in-octets",
+    "interfaces/interface[name=swp1/state/counters/in-octets",
+    "interfaces/interface[name=swp1]]/state/counters/in-octets",
+    "interfaces/interface[=swp1]/state/counters/in-octets",
+    "interfaces/interface[name=a[b]c]/state/counters/in-octets",
+    "interfaces/interface[name=swp1][name=swp2]/state/counters/in-octets",
+    "interfaces/interface.0/state/counters/in-octets",
+    "interfaces/interface.99999999999999999999/state",
+    "openconfig:/interfaces/interface[name=swp1]/state/oper-status",
+    "lldp/interfaces/interface[name=swp1]/neighbors/neighbor[id=]/state/system-name",
+    "lldp/interfaces/interface/neighbors/neighbor/state/port-id",
+    "/" * 300,
+    "a/" * 2000,
+    "[" * 100,
+)
+
+
+Nodes = list[tuple[tuple[Any, ...], Any]]
+
+
+def j_wrong_type(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    return _set(value, rng.choice(nodes)[0], _random_json(rng, 2))
+
+
+def j_deep(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    """A node replaced by a marker that `mutate_json` swaps for deeply nested JSON text."""
+    return _set(value, rng.choice(nodes)[0], _DEEP)
+
+
+def _each_key(
+    value: Any, nodes: Nodes, key: str, choices: Sequence[Any], rng: random.Random
+) -> Any:
+    for path, _node in nodes:
+        if path and path[-1] == key:
+            value = _set(value, path, rng.choice(choices))
+    return value
+
+
+def j_timestamp(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    return _each_key(value, nodes, "timestamp", BAD_TIMESTAMPS, rng)
+
+
+def j_source(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    return _each_key(value, nodes, "source", BAD_SOURCES, rng)
+
+
+def j_value(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    leaves = [p for p, n in nodes if p and not isinstance(n, dict | list)]
+    return _set(value, rng.choice(leaves), rng.choice(BAD_VALUES)) if leaves else value
+
+
+def j_path(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    keys = [p for p, _n in nodes if p and p[-1] in ("Path", "prefix")]
+    if keys:
+        return _set(value, rng.choice(keys), rng.choice(BAD_PATHS))
+    for p, n in nodes:
+        if isinstance(n, dict) and p and p[-1] == "values":
+            n[rng.choice(BAD_PATHS)] = rng.choice(BAD_VALUES)
+            break
+    return value
+
+
+def j_drop_key(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    dicts = [n for _p, n in nodes if isinstance(n, dict) and n]
+    if dicts:
+        n = rng.choice(dicts)
+        n.pop(rng.choice(list(n)))
+    return value
+
+
+def j_huge_int(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    nums = [p for p, n in nodes if p and isinstance(n, int | float) and not isinstance(n, bool)]
+    if not nums:
+        return value
+    return _set(value, rng.choice(nums), rng.choice((2**64, 2**70, 10**400, -(10**30))))
+
+
+def j_entries(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    """A subtree value turned into a YANG list of entries, some without usable keys."""
+    dicts = [n for p, n in nodes if isinstance(n, dict) and p and p[-1] == "values"]
+    if dicts:
+        n = rng.choice(dicts)
+        k = rng.choice(list(n)) if n else "counters"
+        n[k] = [rng.choice(({"name": "swp1", "x": 1}, {"name": 5}, {}, [], None, {"id": []}))]
+    return value
+
+
+def j_extra_keys(rng: random.Random, value: Any, nodes: Nodes) -> Any:
+    if isinstance(value, dict):
+        key = rng.choice(("sync-response", "extensions", "deletes", "tags", "values", "target"))
+        value[key] = _random_json(rng, 2)
+    return value
+
+
+JSON_OPS: tuple[Callable[[random.Random, Any, Nodes], Any], ...] = (
+    j_wrong_type,
+    j_deep,
+    j_timestamp,
+    j_source,
+    j_value,
+    j_path,
+    j_drop_key,
+    j_huge_int,
+    j_entries,
+    j_extra_keys,
+)
+DEPTHS = (50, 256, 257, 500, 900, 960, 990, 1000, 1010, 1023, 1100, 3000)
+
+
+def mutate_json(rng: random.Random, text: bytes) -> tuple[bytes, str]:
+    """A gnmic message with one part of its structure made wrong, written back as gnmic would
+    (one line, or its two-space multiline layout)."""
+    try:
+        value = orjson.loads(text.replace(b"\n", b" ").strip() or b"null")
+    except orjson.JSONDecodeError:
+        return mutate_bytes(rng, text, [text])
+    if isinstance(value, dict) and "source" not in value and "tags" not in value:
+        value["source"] = "leaf1:6030"
+    op = rng.choice(JSON_OPS)
+    value = op(rng, value, list(_nodes(value)))
+    how = "json:" + op.__name__[2:].replace("_", "-")
+    try:
+        body = json.dumps(value, indent=2 if rng.random() < 0.2 else None)
+    except (ValueError, TypeError, RecursionError):
+        return mutate_bytes(rng, text, [text])
+    if op is j_deep:
+        depth = rng.choice(DEPTHS)
+        how += f"-{depth}"
+        deep = (
+            '{"a":' * depth + "1" + "}" * depth if rng.random() < 0.5 else "[" * depth + "]" * depth
+        )
+        body = body.replace(json.dumps(_DEEP), deep)
+    return body.encode(), how
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus of good records
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GnmiChunk:
+    text: bytes
+    origin: str
+
+
+@dataclass
+class LogFile:
+    name: str
+    lines: list[bytes]  # each ends with b"\n"
+
+
+@dataclass
+class Corpus:
+    cable_rows: list[list[str]]  # the six columns, then type and status
+    host_rows: list[list[str]]
+    gnmi: list[GnmiChunk]
+    logs: list[LogFile]
+    mini: MiniCapture
+    year: int
+
+
+@dataclass
+class MiniCapture:
+    """The part of the simulated incident a replay input is built from: two hosts of the
+    stalled job, their cables and their leaves' uplinks, those switches' telemetry."""
+
+    cable_rows: list[list[str]]
+    host_rows: list[list[str]]
+    gnmi: dict[str, list[bytes]]  # file name -> single-line messages
+    logs: dict[str, list[LogFile]]  # job id -> files
+
+
+_ADDRESS = re.compile(rb"^\[[^\]{}\",\t ]+\] ")
+
+
+def gnmi_chunks(text: bytes) -> list[bytes]:
+    """Cut gnmic output into messages: a line that is JSON by itself, or the lines from a
+    column-0 opener to a column-0 closer (after any `[address] ` prefix)."""
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    for line in text.split(b"\n"):
+        body = _ADDRESS.sub(b"", line, count=1)
+        if pending:
+            pending.append(line)
+            if body[:1] in (b"}", b"]"):
+                out.append(b"\n".join(pending))
+                pending = []
+            continue
+        if body[:1] in (b"{", b"["):
+            try:
+                json.loads(body)
+                out.append(line)
+            except ValueError:
+                pending = [line]
+    return out
+
+
+def _lines(path: Path) -> list[bytes]:
+    lines = path.read_bytes().splitlines(True)
+    return [ln if ln.endswith(b"\n") else ln + b"\n" for ln in lines]
+
+
+def _good_chunk(text: bytes) -> bool:
+    decoder = GnmicDecoder()
+    decoder.feed_text(_text(text), "corpus")
+    return bool(decoder.stats.dead_letter_count == 0 and decoder.stats.messages > 0)
+
+
+def build_corpus(work: Path, capture_seed: int) -> Corpus:
+    """Simulate the incident and read the good records out of it and out of the fixtures."""
+    cap = work / "capture"
+    write_capture(cap, 16, Fault.LINK_DOWN, capture_seed, watchdog_s=120)
+    with (cap / "cables.csv").open(newline="") as fh:
+        cable_rows = list(csv.reader(fh))[1:]
+    with (cap / "hosts.csv").open(newline="") as fh:
+        host_rows = list(csv.reader(fh))[1:]
+    # NetBox names may hold slashes, blanks and commas (quoted); a few such rows join in.
+    for i in range(1, 25):
+        ends = [f"rack {i}, core-{i}", "dcim.interface", f"Ethernet1/{i}/1"]
+        cable_rows.append(
+            [*ends, f"border/{i}", "dcim.interface", f"et-0/0/{i}:2", "smf", "planned"]
+        )
+    host_rows += [[f"gpu node {i}", f"mlx5_{i}", f"fd00::{i:x}/64"] for i in range(1, 9)]
+    chunks: list[GnmiChunk] = []
+    for path in sorted((cap / "gnmi").iterdir()):
+        lines = path.read_bytes().split(b"\n")
+        for line in lines[:: max(1, len(lines) // 400)]:
+            if line.strip():
+                chunks.append(GnmiChunk(line, path.name))
+    for path in sorted((FIXTURES / "gnmi").iterdir()):
+        if path.suffix in (".json", ".jsonl", ".txt"):
+            chunks += [
+                GnmiChunk(c, path.name) for c in gnmi_chunks(path.read_bytes()) if _good_chunk(c)
+            ]
+    logs: list[LogFile] = []
+    for job in sorted((cap / "logs").iterdir()):
+        logs += [LogFile(f"{job.name}/{p.name}", _lines(p)) for p in sorted(job.iterdir())]
+    logs += [
+        LogFile(f"fixture/{p.name}", _lines(p))
+        for p in sorted((FIXTURES / "logs" / "real").iterdir())
+        if p.is_file()
+    ]
+    truth = json.loads((cap / "truth.json").read_text()) if (cap / "truth.json").exists() else {}
+    mini = _mini(cap, cable_rows, host_rows, truth)
+    first = min(int(orjson.loads(c.text)["timestamp"]) for c in chunks[:5])
+    return Corpus(cable_rows, host_rows, chunks, logs, mini, time.gmtime(first / 1e9).tm_year)
+
+
+_PORT = re.compile(rb'"source":"([^":]+)[^"]*".*?\[(?:name|interface-id)=([^\]]+)\]')
+
+
+def _port_of(line: bytes) -> tuple[str, str] | None:
+    m = _PORT.search(line)
+    return None if m is None else (m.group(1).decode(), m.group(2).decode())
+
+
+def _mini(
+    cap: Path, cable_rows: list[list[str]], host_rows: list[list[str]], truth: dict[str, Any]
+) -> MiniCapture:
+    job = sorted((cap / "logs").iterdir())[0]
+    files = sorted(p for p in job.iterdir() if p.suffix == ".log")[:2]
+    hosts = {p.stem for p in files}
+    leaves = {r[3] for r in cable_rows if r[0] in hosts}
+    rows = [r for r in cable_rows if r[0] in hosts]
+    for leaf in sorted(leaves):  # two uplinks a leaf: a small fabric replays in milliseconds
+        rows += [r for r in cable_rows if r[0] == leaf and "spine" in r[3]][:2]
+    devices = {r[3] for r in rows} | leaves
+    gnmi: dict[str, list[bytes]] = {}
+    for path in sorted((cap / "gnmi").iterdir()):
+        if path.stem in devices:
+            lines = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
+            ports = {p for r in rows for p in ((r[0], r[2]), (r[3], r[5]))}
+            gnmi[path.name] = [ln for ln in lines if _port_of(ln) in ports][:400]
+    logs = {job.name: [LogFile(p.name, _lines(p)) for p in files]}
+    return MiniCapture(rows, [r for r in host_rows if r[0] in hosts], gnmi, logs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+# ---------------------------------------------------------------------------------------------
+
+
+def _text(data: bytes) -> str:
+    """What the capture reader makes of a file's bytes: `Path.read_text(errors="replace")`,
+    which also turns CRLF and lone CRs into newlines."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").read()
+
+
+def _csv_line(fields: Sequence[str]) -> bytes:
+    """One CSV record as NetBox writes it (fields holding a comma, quote or newline quoted)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerow(fields)
+    return buf.getvalue().removesuffix("\r\n").encode()
+
+
+def csv_cause(text: str, errors: Sequence[str], variant: str) -> str:
+    """Why good rows went missing, in words that group the failures."""
+    if variant == "dup-other":
+        return "a column named twice in the header"
+    for e in errors:
+        if "unreadable CSV" in e:
+            inner = e.split("unreadable CSV (", 1)[1].split(")")[0]
+            return f"an unreadable row ({re.sub(r'[0-9]+', 'N', inner)}) dropped the rows after it"
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error:
+        rows = []
+    if any("\n" in f for row in rows for f in row):
+        return "a quote opened in a bad row swallowed the rows after it"
+    return "other"
+
+
+@functools.cache
+def _cable_alone(header: str, row: tuple[str, ...]) -> Cable:
+    """The cable one good row gives by itself."""
+    return parse_cables_csv(header + _csv_line([*row, "x", "y"]).decode() + "\n").cables[0]
+
+
+@functools.cache
+def _host_alone(header: str, row: tuple[str, ...]) -> tuple[str, Endpoint]:
+    """The address and NIC one good hosts.csv row gives by itself."""
+    addresses: dict[str, Endpoint] = parse_hosts_csv(header + _csv_line(row).decode() + "\n")[0]
+    return next(iter(addresses.items()))
+
+
+class CsvReader:
+    """cables.csv or hosts.csv: header variants, good rows, garbage rows between them."""
+
+    EXTRA = ("label", "color", "length", "length_unit", "tenant", "comments")
+
+    def __init__(self, name: str, corpus: Corpus) -> None:
+        self.name = name
+        self.cables = name == "cables"
+        self.required = CABLE_COLUMNS if self.cables else HOSTS_COLUMNS
+        rows = corpus.cable_rows if self.cables else corpus.host_rows
+        self.rows = rows
+        self.all_columns = (*self.required, "type", "status") if self.cables else self.required
+
+    def generate(self, rng: random.Random, index: int) -> Case:
+        columns = list(self.all_columns)
+        variant = rng.choice(
+            ("plain",) * 8
+            + ("bom", "crlf", "spaced", "reordered", "extra", "dup-same", "dup-other", "missing")
+        )
+        header = list(columns)
+        layout: list[tuple[str, int]] = [("col", i) for i in range(len(columns))]
+        if variant == "reordered":
+            rng.shuffle(layout)
+        elif variant == "extra":
+            for _ in range(rng.randint(1, 3)):
+                layout.insert(
+                    rng.randint(0, len(layout)), ("extra", rng.randrange(len(self.EXTRA)))
+                )
+        elif variant in ("dup-same", "dup-other"):
+            which = rng.randrange(len(self.required))
+            layout.insert(
+                rng.randint(0, len(layout)), ("dup-same" if variant == "dup-same" else "dup", which)
+            )
+        elif variant == "missing":
+            which = rng.randrange(len(self.required))
+            layout = [c for c in layout if c != ("col", which)]
+        header = [
+            columns[i] if kind in ("col", "dup-same", "dup") else self.EXTRA[i]
+            for kind, i in layout
+        ]
+        if variant == "spaced":
+            header = [f" {h}  " for h in header]
+        k = rng.randint(1, 12)
+        chosen = self._distinct(rng, k)
+        chosen_set = {id(r) for r in chosen}
+        others = [r for r in self.rows if id(r) not in chosen_set]
+        pool = [self._format(r, layout, rng) for r in rng.sample(others, min(8, len(others)))]
+        items: list[Item] = []
+        for n, row in enumerate(chosen):
+            items.append(Item(self._format(row, layout, rng), good=n))
+        for _ in range(rng.randint(0, 12)):
+            items.insert(rng.randint(0, len(items)), self._garbage(rng, pool, others, layout))
+        ctx = {
+            "variant": variant,
+            "header": _csv_line(header).decode(),
+            "eol": "\r\n" if variant == "crlf" else "\n",
+            "bom": variant == "bom",
+            "good_rows": [row[: len(self.required)] for row in chosen],
+            "dup_column": self._dup_name(layout),
+        }
+        return Case(self.name, index, items, ctx)
+
+    def _dup_name(self, layout: list[tuple[str, int]]) -> str | None:
+        return next((self.required[i] for kind, i in layout if kind in ("dup", "dup-same")), None)
+
+    def _distinct(self, rng: random.Random, k: int) -> list[list[str]]:
+        seen: set[tuple[str, str]] = set()
+        out: list[list[str]] = []
+        for row in rng.sample(self.rows, min(len(self.rows), k * 2)):
+            ends = (
+                {(row[0], row[2]), (row[3], row[5])}
+                if self.cables
+                else {(row[2].split("/")[0], "")}
+            )
+            if ends & seen:
+                continue
+            seen |= ends
+            out.append(row)
+            if len(out) == k:
+                break
+        return out
+
+    def _format(self, row: list[str], layout: list[tuple[str, int]], rng: random.Random) -> bytes:
+        fields = []
+        for kind, i in layout:
+            if kind in ("col", "dup-same"):
+                fields.append(row[i] if i < len(row) else "")
+            elif kind == "dup":
+                # The repeated column holds another row's value: which one counts is ambiguous.
+                fields.append(rng.choice(self.rows)[i] + "-dup")
+            else:
+                fields.append(rng.choice(("", "blue", "3", "m", "x,y", 'say "hi"')))
+        return _csv_line(fields)
+
+    def _garbage(
+        self,
+        rng: random.Random,
+        pool: list[bytes],
+        others: list[list[str]],
+        layout: list[tuple[str, int]],
+    ) -> Item:
+        roll = rng.random()
+        if roll < 0.1:
+            data, how = junk(rng)
+            return Item(data, how=how)
+        base = rng.choice(pool)
+        if roll < 0.3:
+            fields = next(csv.reader([base.decode()]))
+            op = rng.randrange(7)
+            if op == 0:
+                fields = fields[: rng.randrange(len(fields))]
+                how = "csv:missing-fields"
+            elif op == 1:
+                fields += ["x"] * rng.randint(1, 5)
+                how = "csv:extra-fields"
+            elif op == 2 and self.cables:
+                fields[1] = rng.choice(
+                    ("dcim.frontport", "circuits.circuittermination", "", "DCIM.INTERFACE")
+                )
+                how = "csv:type"
+            elif op == 3:
+                fields = ["" if rng.random() < 0.5 else f for f in fields]
+                how = "csv:empty-fields"
+            elif op == 4:
+                i = rng.randrange(len(fields))
+                fields[i] = "x" * rng.choice((1000, 140_000))
+                how = "csv:huge-field"
+            elif op == 5:
+                i = rng.randrange(len(fields))
+                fields[i] = fields[i] + "\n" + fields[i]
+                how = "csv:newline-in-quotes"
+            else:
+                fields = [f" {f} " for f in fields]
+                how = "csv:blanks"
+            return Item(_csv_line(fields), how=how)
+        data, how = mutate_bytes(rng, base, pool)
+        return Item(data, how=how)
+
+    def text(self, case: Case) -> str:
+        eol = case.ctx["eol"].encode()
+        body = case.ctx["header"].encode() + eol + eol.join(i.data for i in case.items) + eol
+        return ("\ufeff" if case.ctx["bom"] else "") + _text(body)
+
+    def write(self, case: Case, path: Path) -> Path:
+        out = path.with_name(path.name + ".csv")
+        out.write_bytes(self.text(case).encode("utf-8", "surrogateescape"))
+        return out
+
+    def run(self, case: Case) -> Result:
+        res = Result()
+        header = ",".join(self.all_columns) + "\n"
+        good = [i for i in case.items if i.good >= 0]
+        rows = {i.good: case.ctx["good_rows"][i.good] for i in good}
+        if self.cables:
+            expected = {n: _cable_alone(header, tuple(r)) for n, r in rows.items()}
+        else:
+            expected_hosts = {n: _host_alone(header, tuple(r)) for n, r in rows.items()}
+        text = self.text(case)
+        try:
+            if self.cables:
+                plan = parse_cables_csv(text)
+                errors = plan.errors
+                cables = set(plan.cables)
+            else:
+                addresses, errors = parse_hosts_csv(text)
+        except Exception as exc:
+            res.crash, res.exc = crash_of(exc)
+            return res
+        res.dead = len(errors)
+        variant = case.ctx["variant"]
+        if variant == "missing":
+            # The header lacks a required column: no row can be read, and it must say why.
+            res.checked = 1
+            got = plan.cables if self.cables else list(addresses)
+            if got or not any("missing column" in e for e in errors):
+                res.lost.append(f"header without a required column | not refused | {errors[:2]}")
+            return res
+        if variant == "dup-other":
+            # A column named twice with different values is ambiguous: refusing the header
+            # with a reason that names the column is as good as reading it as intended.
+            name = case.ctx["dup_column"]
+            if any(name in e and _names_repeat(e) for e in errors):
+                res.checked = 1
+                return res
+        for item in good:
+            res.checked += 1
+            if self.cables:
+                want = expected[item.good]
+                if want in cables:
+                    continue
+                if any(want.a in (c.a, c.b) or want.b in (c.a, c.b) for c in plan.cables):
+                    res.superseded += 1  # an earlier row claimed one of its ends: first wins
+                    continue
+                res.lost.append(
+                    f"cable ({csv_cause(text, errors, variant)}) | {want.a.device}:"
+                    f"{want.a.interface}--{want.b.device}:{want.b.interface} | header variant "
+                    f"{variant}; errors: {errors[:3]}"
+                )
+            else:
+                ip, ep = expected_hosts[item.good]
+                if addresses.get(ip) == ep:
+                    continue
+                at = case.items.index(item)
+                later = b"".join(i.data for i in case.items[at + 1 :])
+                if ip in addresses and ip.encode() in later:
+                    res.superseded += 1  # a later row maps the same address: last wins
+                    continue
+                res.lost.append(
+                    f"host address ({csv_cause(text, errors, variant)}) | {ip} -> "
+                    f"{ep.device}:{ep.interface} | header variant {variant}; got "
+                    f"{addresses.get(ip)}; errors: {errors[:3]}"
+                )
+        return res
+
+
+@functools.lru_cache(maxsize=20_000)
+def _alone(chunk: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The telemetry values and LLDP news of one good message read by itself."""
+    lldp: list[LldpUpdate] = []
+    values = GnmicDecoder().feed_text(_text(chunk), "alone", lldp)
+    return tuple(values), tuple(_lldp_key(u) for u in lldp)
+
+
+def _names_repeat(error: str) -> bool:
+    return any(w in error for w in ("twice", "duplicate", "repeated", "more than once"))
+
+
+def _lldp_key(u: LldpUpdate) -> tuple[Any, ...]:
+    return (u.device, u.ts_ns, tuple(u.leaves), tuple(u.deletes), u.replace)
+
+
+class GnmiReader:
+    """GnmicDecoder.feed_text (iter_messages and decode_message inside) over good messages
+    with garbage messages and lines between them."""
+
+    name = "gnmi"
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.chunks = corpus.gnmi
+
+    def generate(self, rng: random.Random, index: int) -> Case:
+        k = rng.randint(1, 6)
+        chosen = rng.sample(range(len(self.chunks)), k)
+        origins = {self.chunks[c].origin for c in chosen}
+        others = [c.text for c in rng.sample(self.chunks, 12) if c.origin not in origins] or [b"{}"]
+        items = [Item(self.chunks[c].text, good=n) for n, c in enumerate(chosen)]
+        for _ in range(rng.randint(0, 8)):
+            roll = rng.random()
+            if roll < 0.15:
+                data, how = junk(rng)
+            elif roll < 0.55:
+                data, how = mutate_json(rng, rng.choice(others))
+            else:
+                data, how = mutate_bytes(rng, rng.choice(others), others)
+            items.insert(rng.randint(0, len(items)), Item(data, how=how))
+        return Case(self.name, index, items, {"eol": rng.choice(("\n",) * 4 + ("\r\n",))})
+
+    def text(self, case: Case) -> str:
+        eol = str(case.ctx["eol"])
+        return eol.join(_text(i.data).replace("\n", eol) for i in case.items) + eol
+
+    def write(self, case: Case, path: Path) -> Path:
+        out = path.with_name(path.name + ".jsonl")
+        out.write_bytes(self.text(case).encode("utf-8", "surrogateescape"))
+        return out
+
+    def run(self, case: Case) -> Result:
+        res = Result()
+        want_values: Counter[Any] = Counter()
+        want_lldp: Counter[Any] = Counter()
+        for item in case.goods():
+            values, updates = _alone(item.data)
+            want_values.update(values)
+            want_lldp.update(updates)
+        decoder = GnmicDecoder()
+        lldp: list[LldpUpdate] = []
+        try:
+            got = decoder.feed_text(self.text(case), "fuzz.jsonl", lldp)
+        except Exception as exc:
+            res.crash, res.exc = crash_of(exc)
+            return res
+        res.dead = decoder.stats.dead_letter_count
+        res.checked = len(case.goods())
+        missing = want_values - Counter(got)
+        missing_lldp = want_lldp - Counter(_lldp_key(u) for u in lldp)
+        for value in sorted(missing, key=repr)[:3]:
+            res.lost.append(f"telemetry value | {value} ({missing[value]}x)")
+        for key in list(missing_lldp)[:3]:
+            res.lost.append(f"lldp update | {key}")
+        if missing or missing_lldp:
+            reasons = [d.reason for d in decoder.stats.dead_letters[:3]]
+            res.lost.append(f"dead letters | of this input | {reasons}")
+        return res
+
+
+class GnmiMessageReader:
+    """decode_message on single JSON values, most of them gnmic messages made wrong."""
+
+    name = "gnmi-message"
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.chunks = [c.text for c in corpus.gnmi]
+
+    def generate(self, rng: random.Random, index: int) -> Case:
+        base = rng.choice(self.chunks)
+        body = _ADDRESS.sub(b"", base)
+        roll = rng.random()
+        if roll < 0.1:
+            data, how = base, "good"
+        elif roll < 0.8:
+            data, how = mutate_json(rng, body)
+        else:
+            data, how = mutate_bytes(rng, body, self.chunks)
+        return Case(self.name, index, [Item(data, how=how)])
+
+    def write(self, case: Case, path: Path) -> Path:
+        out = path.with_name(path.name + ".json")
+        out.write_bytes(case.items[0].data)
+        return out
+
+    def run(self, case: Case) -> Result:
+        res = Result()
+        try:
+            # What every caller hands decode_message: orjson's reading of a payload.
+            message = orjson.loads(case.items[0].data)
+        except orjson.JSONDecodeError:
+            res.dead = 1  # never a message: iter_messages / the worker dead-letter it first
+            return res
+        res.checked = 1
+        try:
+            decode_message(message)
+        except DecodeError:
+            res.dead = 1
+        except Exception as exc:
+            res.crash, res.exc = crash_of(exc)
+        return res
+
+
+# -- logs --------------------------------------------------------------------------------------
+
+#: Two different pasts for a log line: another time, year and NCCL process before it. A field
+#: of a good line's fact that differs between the two is taken from context, not from the line.
+#: NCCL-prefixed, so they touch the clock and the current process but no multi-line record.
+PRELUDES = (
+    b"2001-02-03T04:05:06.000000Z probe-a:111:111 [0] NCCL INFO fuzz probe\n",
+    b"2011-08-13T14:15:16.000000Z probe-b:222:222 [1] NCCL INFO fuzz probe\n",
+)
+ONCE_KEYS: dict[type, tuple[str, ...]] = {
+    RankInfo: ("host", "pid", "comm_id", "rank"),
+    CollectiveTimeout: ("rank", "seq", "op"),
+    NetError: ("kind", "peer", "ts_ns", "host", "pid"),
+}
+
+
+def _fields(fact: Any) -> dict[str, Any]:
+    return {f.name: getattr(fact, f.name) for f in dataclasses.fields(fact) if f.name != "origin"}
+
+
+@dataclass
+class Expected:
+    """What a window of good lines gives alone: per line, its facts and the fields to ignore."""
+
+    facts: list[list[dict[str, Any]]]
+    types: list[list[type]]
+    context: list[set[str]]
+    boundaries: list[bool]  # after line i, no multi-line record is open
+
+
+def expect_lines(job: str, source: str, year: int, lines: Sequence[bytes]) -> Expected:
+    """`_expect_lines`, remembered: inputs share their good windows."""
+    return _expect_lines(job, source, year, tuple(lines))
+
+
+@functools.lru_cache(maxsize=20_000)
+def _expect_lines(job: str, source: str, year: int, lines: tuple[bytes, ...]) -> Expected:
+    """Read the good lines alone; for each, also read it after each of two preludes put right
+    before it (the parser restored to its state there), so that the fields a line takes from
+    the lines before it (time, year, NCCL process) are known."""
+    parser = LogParser(job, source, year_hint=year)
+    facts: list[list[dict[str, Any]]] = []
+    types: list[list[type]] = []
+    boundaries: list[bool] = []
+    context: list[set[str]] = []
+    before = parser.snapshot()
+    for line in lines:
+        out = parser.feed(line)
+        facts.append([_fields(f) for f in out])
+        types.append([type(f) for f in out])
+        snap = parser.snapshot()
+        boundaries.append(
+            not snap["torch"]["awaiting_last_error"] and snap["ras"]["section"] is None
+        )
+        drop: set[str] = set()
+        if not out:
+            context.append(drop)
+            before = snap
+            continue
+        probes = []
+        for prelude in PRELUDES:
+            probe = LogParser.restore(before)
+            probe.feed(prelude)
+            probes.append(probe.feed(line))
+        before = snap
+        a, b = probes
+        if len(a) != len(b) or len(a) != len(out):
+            drop = {"ts_ns", "started_ns", "host", "pid"}
+        for fa, fb in zip(a, b, strict=False):
+            da, db = _fields(fa), _fields(fb)
+            drop |= {k for k in da if da[k] != db.get(k)}
+        context.append(drop)
+    return Expected(facts, types, context, boundaries)
+
+
+def compare_line(
+    want: list[dict[str, Any]],
+    types: list[type],
+    drop: set[str],
+    got: list[JobFact],
+    earlier: list[JobFact],
+) -> tuple[list[str], int]:
+    """The facts of one good line missing from `got` (what the line gave among garbage), and
+    how many of them an earlier line already reported where the parser reports once."""
+    lost: list[str] = []
+    superseded = 0
+    pool = [(type(f), {k: v for k, v in _fields(f).items() if k not in drop}) for f in got]
+    for kind, fields in zip(types, want, strict=True):
+        projected = {k: v for k, v in fields.items() if k not in drop}
+        if (kind, projected) in pool:
+            pool.remove((kind, projected))
+            continue
+        once = ONCE_KEYS.get(kind)
+        if once is not None:
+            key = {k: projected[k] for k in once if k in projected}
+            if any(
+                type(f) is kind and all(getattr(f, k) == v for k, v in key.items()) for f in earlier
+            ):
+                superseded += 1
+                continue
+        lost.append(f"{kind.__name__} | {projected}")
+    return lost, superseded
+
+
+class LogsReader:
+    """LogParser.feed over a window of good lines of one file with garbage lines between its
+    records (never inside a record the parser holds open across lines)."""
+
+    name = "logs"
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.files = [f for f in corpus.logs if f.lines]
+        self.year = corpus.year
+
+    def generate(self, rng: random.Random, index: int) -> Case:
+        f = rng.choice(self.files)
+        w = rng.randint(1, 20)
+        start = rng.randrange(max(1, len(f.lines) - w + 1))
+        window = f.lines[start : start + w]
+        eol = rng.choice((b"\n",) * 5 + (b"\r\n",))
+        window = [ln[:-1] + eol if eol != b"\n" else ln for ln in window]
+        job, source = "fuzzjob", f"logs/fuzzjob/{Path(f.name).name}"
+        expected = expect_lines(job, source, self.year, window)
+        others = [g for g in self.files if g.name != f.name]
+        pool = [
+            ln for g in rng.sample(others, 4) for ln in rng.sample(g.lines, min(5, len(g.lines)))
+        ]
+        items: list[Item] = []
+        slots = [0] + [i + 1 for i, ok in enumerate(expected.boundaries) if ok]
+        garbage: dict[int, list[Item]] = {}
+        for _ in range(rng.randint(0, 16)):
+            garbage.setdefault(rng.choice(slots), []).append(self._garbage(rng, pool))
+        for i, line in enumerate(window):
+            items += garbage.get(i, [])
+            items.append(Item(line, good=i))
+        items += garbage.get(len(window), [])
+        ctx = {"file": f.name, "job": job, "source": source, "as_str": rng.random() < 0.2}
+        return Case(self.name, index, items, ctx)
+
+    def _garbage(self, rng: random.Random, pool: list[bytes]) -> Item:
+        roll = rng.random()
+        if roll < 0.15:
+            data, how = junk(rng)
+        else:
+            data, how = mutate_bytes(rng, rng.choice(pool), pool)
+        if rng.random() < 0.25:
+            how += "+as-str"
+            return Item(data, how=how, where="str")
+        return Item(data, how=how)
+
+    def write(self, case: Case, path: Path) -> Path:
+        out = path.with_name(path.name + ".log")
+        out.write_bytes(
+            b"".join(i.data if i.data.endswith(b"\n") else i.data + b"\n" for i in case.items)
+        )
+        return out
+
+    def run(self, case: Case) -> Result:
+        res = Result()
+        ctx = case.ctx
+        goods = case.goods()
+        expected = expect_lines(ctx["job"], ctx["source"], self_year(case), [g.data for g in goods])
+        parser = LogParser(ctx["job"], ctx["source"], year_hint=self_year(case))
+        earlier: list[JobFact] = []
+        g = 0
+        for item in case.items:
+            data: str | bytes = item.data
+            if item.where == "str":
+                data = item.data.decode("utf-8", "surrogateescape")
+            elif ctx["as_str"] and item.good >= 0:
+                data = item.data.decode("utf-8", "replace")  # what the bytes path reads
+            try:
+                out = parser.feed(data)
+            except Exception as exc:
+                res.crash, res.exc = crash_of(exc)
+                return res
+            if item.good >= 0:
+                lost, sup = compare_line(
+                    expected.facts[g], expected.types[g], expected.context[g], out, earlier
+                )
+                res.checked += 1
+                res.superseded += sup
+                res.lost += [f"{m} | good line {item.data[:200]!r}" for m in lost]
+                g += 1
+            earlier += out
+        res.dead = parser.stats.malformed
+        return res
+
+
+def self_year(case: Case) -> int:
+    return int(case.ctx.get("year", 2026))
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+class RecordingSink:
+    """A replay Sink that keeps what it is given, for the checks."""
+
+    def __init__(self) -> None:
+        self.facts: list[JobFact] = []
+        self.dead: list[DeadLetter] = []
+        self.samples = 0
+        self.events = 0
+        self.verdicts: list[Verdict] = []
+
+    def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None:
+        self.samples += len(rows)
+
+    def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None:
+        self.events += len(rows)
+
+    def write_job_facts(self, rows: Sequence[JobFact]) -> None:
+        self.facts.extend(rows)
+
+    def write_verdicts(self, rows: Sequence[Verdict]) -> None:
+        self.verdicts.extend(rows)
+
+    def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None:
+        self.dead.extend(rows)
+
+    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None:
+        pass
+
+
+WEIRD_NAMES = (
+    "job with spaces",
+    "%2e%2e",
+    "..x",
+    "-rf",
+    "j\u00f6b\u202e",
+    "x" * 200,
+    "1234_5",
+    "a:b@c+d",
+    ".hidden",
+)
+
+
+class ReplayReader:
+    """open_capture + replay over a capture directory written for each input: the mini
+    incident's cables, addresses, telemetry and logs, with garbage rows, messages, lines and
+    files among them."""
+
+    name = "replay"
+
+    def __init__(self, corpus: Corpus, work: Path) -> None:
+        self.mini = corpus.mini
+        self.corpus = corpus
+        self.work = work
+        self.cable_pool = [_csv_line(r) for r in corpus.cable_rows[-60:]]
+        self.good_cables = [_csv_line(r) for r in corpus.mini.cable_rows]
+        self.good_hosts = [_csv_line(r) for r in corpus.mini.host_rows]
+        self.host_pool = [_csv_line(r) for r in corpus.host_rows]
+        self.line_pool = [ln for f in corpus.logs[-20:] for ln in f.lines[:5]]
+
+    def generate(self, rng: random.Random, index: int) -> Case:
+        m = self.mini
+        items: list[Item] = []
+        # cables.csv: every good row (the logs and telemetry need them), garbage between.
+        cable_pool = self.cable_pool
+        for n, row in enumerate(self.good_cables):
+            items.append(Item(row, good=n, where="cables.csv"))
+        for _ in range(rng.randint(0, 6)):
+            data, how = mutate_bytes(rng, rng.choice(cable_pool), cable_pool)
+            items.insert(rng.randint(0, len(items)), Item(data, how=how, where="cables.csv"))
+        if rng.random() < 0.8:
+            for row in self.good_hosts:
+                items.append(Item(row, good=0, where="hosts.csv"))
+            if rng.random() < 0.5:
+                host_pool = self.host_pool
+                data, how = mutate_bytes(rng, rng.choice(host_pool), host_pool)
+                items.append(Item(data, how=how, where="hosts.csv"))
+        # telemetry: a window of each of a few switches' messages, garbage between.
+        names = sorted(m.gnmi)
+        foreign = [c.text for c in rng.sample(self.corpus.gnmi, 20)]
+        for name in rng.sample(names, min(len(names), rng.randint(1, 2))):
+            lines = m.gnmi[name]
+            start = rng.randrange(max(1, len(lines) - 8))
+            for line in lines[start : start + rng.randint(1, 8)]:
+                items.append(Item(line, good=0, where=f"gnmi/{name}"))
+            for _ in range(rng.randint(0, 4)):
+                roll = rng.random()
+                if roll < 0.5:
+                    data, how = mutate_json(rng, rng.choice(foreign))
+                elif roll < 0.9:
+                    data, how = mutate_bytes(rng, rng.choice(foreign), foreign)
+                else:
+                    data, how = junk(rng)
+                spot = rng.randint(0, len(items))
+                items.insert(spot, Item(data, how=how, where=f"gnmi/{name}"))
+        # logs: a window of each good file from its start, garbage lines between records.
+        job = next(iter(m.logs))
+        job_dir = rng.choice(WEIRD_NAMES) if rng.random() < 0.1 else job
+        line_pool = self.line_pool
+        for f in m.logs[job]:
+            window = f.lines[: rng.randint(1, min(24, len(f.lines)))]
+            expected = expect_lines(job_dir, f"logs/{job_dir}/{f.name}", self.corpus.year, window)
+            where = f"logs/{job_dir}/{f.name}"
+            slots = [0] + [i + 1 for i, ok in enumerate(expected.boundaries) if ok]
+            garbage: dict[int, list[Item]] = {}
+            for _ in range(rng.randint(0, 6)):
+                data, how = mutate_bytes(rng, rng.choice(line_pool), line_pool)
+                garbage.setdefault(rng.choice(slots), []).append(
+                    Item(data.replace(b"\n", b" ") + b"\n", how=how, where=where)
+                )
+            for i, line in enumerate(window):
+                items += garbage.get(i, [])
+                items.append(Item(line, good=i, where=where))
+            items += garbage.get(len(window), [])
+        # whole garbage files
+        for _ in range(rng.choice((0, 0, 0, 1, 2))):
+            data, how = junk(rng) if rng.random() < 0.5 else mutate_json(rng, rng.choice(foreign))
+            where = rng.choice(
+                (
+                    "gnmi/zz-garbage.json",
+                    "gnmi/zz-garbage.jsonl",
+                    f"logs/{job_dir}/zz-garbage.log",
+                    "logs/other-job/zz.log",
+                    "logs/stray-file.log",
+                    "gnmi/.json",
+                )
+            )
+            items.append(Item(data, how=f"file:{how}", where=where))
+        return Case(self.name, index, items, {"year": self.corpus.year, "job_dir": job_dir})
+
+    def files(self, case: Case) -> dict[str, bytes]:
+        out: dict[str, list[bytes]] = {}
+        for item in case.items:
+            out.setdefault(item.where, []).append(item.data)
+        files: dict[str, bytes] = {}
+        for where, parts in out.items():
+            if where == "cables.csv":
+                files[where] = b",".join(c.encode() for c in CABLE_COLUMNS) + b",type,status\n"
+            elif where == "hosts.csv":
+                files[where] = b"device,interface,ip\n"
+            else:
+                files[where] = b""
+            if where.startswith("logs/"):
+                files[where] += b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
+            else:
+                files[where] += b"\n".join(parts) + b"\n"
+        return files
+
+    def write(self, case: Case, path: Path) -> Path:
+        out = path.with_name(path.name + "-capture")
+        shutil.rmtree(out, ignore_errors=True)
+        for where, data in self.files(case).items():
+            target = out / where
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return out
+
+    def run(self, case: Case) -> Result:
+        res = Result()
+        root = Path(tempfile.mkdtemp(prefix="fuzz-replay-", dir=self.work))
+        try:
+            return self._run(case, self.write(case, root / "cap"), res)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _run(self, case: Case, cap: Path, res: Result) -> Result:
+        sink = RecordingSink()
+        try:
+            capture = open_capture(cap)
+            report = replay(capture, sink)
+        except CaptureError as exc:
+            res.checked = 1
+            res.lost.append(f"capture refused | {str(exc)[:400]}")
+            return res
+        except Exception as exc:
+            res.crash, res.exc = crash_of(exc)
+            return res
+        res.dead = len(sink.dead) + len(capture.plan_errors)
+        written = sum(report.dead_letters.values())
+        if written != len(sink.dead):
+            res.lost.append(
+                f"dead letters uncounted | report says {written}, sink got {len(sink.dead)}"
+            )
+        # cables
+        good_rows = [i for i in case.items if i.where == "cables.csv" and i.good >= 0]
+        cables = set(capture.plan.cables)
+        header = ",".join(CABLE_COLUMNS) + ",type,status\n"
+        for item in good_rows:
+            res.checked += 1
+            want = _cable_alone(header, tuple(next(csv.reader([item.data.decode()]))[:6]))
+            if want in cables:
+                continue
+            if any(want.a in (c.a, c.b) or want.b in (c.a, c.b) for c in capture.plan.cables):
+                res.superseded += 1
+                continue
+            text = _text(self.files(case)["cables.csv"])
+            cause = csv_cause(text, capture.plan_errors, "plain")
+            res.lost.append(
+                f"cable ({cause}) | {want} | not in the plan; errors {capture.plan_errors[:3]}"
+            )
+        # telemetry: at least as many values as the good messages give alone
+        good_values = 0
+        for item in case.items:
+            if item.where.startswith("gnmi/") and item.good >= 0:
+                good_values += len(_alone(item.data)[0])
+        if report.telemetry_values < good_values:
+            res.lost.append(
+                f"telemetry values | fewer than the good messages give | {report.telemetry_values}"
+                f" decoded, the good messages alone give {good_values}"
+            )
+        # job facts, line by line (facts carry the file and line they came from)
+        by_origin: dict[tuple[str, int], list[JobFact]] = {}
+        for f in sink.facts:
+            by_origin.setdefault((f.origin.source, f.origin.line_no), []).append(f)
+        files: dict[str, list[Item]] = {}
+        for item in case.items:
+            if item.where.startswith("logs/") and not item.how.startswith("file:"):
+                files.setdefault(item.where, []).append(item)
+        for where, items in files.items():
+            goods = [i for i in items if i.good >= 0]
+            job = where.split("/")[1]
+            expected = expect_lines(job, where, self_year(case), [g.data for g in goods])
+            earlier: list[JobFact] = []
+            g = 0
+            for line_no, item in enumerate(items, 1):
+                got = by_origin.get((where, line_no), [])
+                if item.good >= 0:
+                    lost, sup = compare_line(
+                        expected.facts[g],
+                        expected.types[g],
+                        expected.context[g] | {"job_id"},
+                        got,
+                        earlier,
+                    )
+                    res.checked += 1
+                    res.superseded += sup
+                    res.lost += [f"{m} | {where}:{line_no} {item.data[:160]!r}" for m in lost]
+                    g += 1
+                earlier += got
+        return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Driving, reducing and writing failures
+# ---------------------------------------------------------------------------------------------
+
+
+class Reader(Protocol):
+    """What the driver needs of each reader's harness."""
+
+    def generate(self, rng: random.Random, index: int) -> Case: ...
+    def run(self, case: Case) -> Result: ...
+    def write(self, case: Case, path: Path) -> Path: ...
+
+
+class Harness:
+    def __init__(self, args: argparse.Namespace, corpus: Corpus, work: Path) -> None:
+        self.args = args
+        self.readers: dict[str, Reader] = {
+            "cables": CsvReader("cables", corpus),
+            "hosts": CsvReader("hosts", corpus),
+            "gnmi": GnmiReader(corpus),
+            "gnmi-message": GnmiMessageReader(corpus),
+            "logs": LogsReader(corpus),
+            "replay": ReplayReader(corpus, work),
+        }
+        self.year = corpus.year
+
+    def case(self, reader: str, index: int) -> Case:
+        rng = random.Random(f"{self.args.seed}/{reader}/{index}")
+        case = self.readers[reader].generate(rng, index)
+        case.ctx.setdefault("year", self.year)
+        return case
+
+    def run(self, case: Case) -> tuple[Result, float]:
+        reader = self.readers[case.reader]
+        signal.setitimer(signal.ITIMER_REAL, self.args.hang_limit)
+        started = time.perf_counter()
+        try:
+            result: Result = reader.run(case)
+        except InputTimeout as exc:
+            result = Result(crash=f"hang: stopped after {self.args.hang_limit} s", exc=exc)
+            result.hang = True
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        elapsed = time.perf_counter() - started
+        if result.crash is None and elapsed > self.args.input_budget:
+            result.crash = f"hang: {elapsed:.2f} s over the {self.args.input_budget} s budget"
+            result.hang = True
+        return result, elapsed
+
+    def reduce(self, case: Case, signature: str, budget: int = 150) -> Case:
+        """Drop garbage (and, where records are independent, good records) while the input
+        still fails the same way; then shorten what garbage is left."""
+        if signature.startswith("hang"):
+            return case
+        tries = [0]
+        lost_key = None
+        first = self.run(case)[0]
+        if first.lost:
+            lost_key = first.lost[0].split(" | ")[:2]
+
+        def fails(c: Case) -> bool:
+            tries[0] += 1
+            r = self.run(c)[0]
+            if r.signature() != signature:
+                return False
+            return lost_key is None or r.lost[0].split(" | ")[:2] == lost_key
+
+        items = list(case.items)
+        droppable = case.reader in ("cables", "hosts", "gnmi")
+        chunk = max(1, len(items) // 2)
+        while chunk >= 1 and tries[0] < budget:
+            i = 0
+            changed = False
+            while i < len(items) and tries[0] < budget:
+                part = items[i : i + chunk]
+                if any(p.good >= 0 and not droppable for p in part) or (
+                    case.reader == "replay" and any(p.good >= 0 for p in part)
+                ):
+                    i += chunk
+                    continue
+                trial = items[:i] + items[i + chunk :]
+                if trial and fails(case.copy(trial)):
+                    items = trial
+                    changed = True
+                else:
+                    i += chunk
+            if not changed:
+                chunk //= 2
+        for n, item in enumerate(items):
+            if item.good >= 0:
+                continue
+            data = item.data
+            step = len(data) // 2
+            while step >= 1 and tries[0] < budget:
+                shorter = False
+                for cut in (data[:-step], data[step:]):
+                    trial_item = dataclasses.replace(item, data=cut)
+                    trial = [*items[:n], trial_item, *items[n + 1 :]]
+                    if fails(case.copy(trial)):
+                        data, items, shorter = cut, trial, True
+                        break
+                if not shorter:
+                    step //= 2
+        return case.copy(items)
+
+    def write_failure(self, case: Case, result: Result, reduced: Case) -> Path:
+        assert self.args.failures is not None
+        out = Path(self.args.failures)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = out / f"{case.reader}-{case.index:06d}"
+        reader = self.readers[case.reader]
+        original = reader.write(case, stem.with_name(stem.name + ".orig"))
+        small = reader.write(reduced, stem)
+        again = self.run(reduced)[0]
+        note = {
+            "reader": case.reader,
+            "seed": self.args.seed,
+            "index": case.index,
+            "failure": result.signature(),
+            "reduced_still_fails": again.signature() == result.signature(),
+            "lost": result.lost[:10],
+            "crash_trace": trace_of(result.exc),
+            "input": str(small.relative_to(out)),
+            "original_input": str(original.relative_to(out)),
+            "items": [
+                {"good": i.good >= 0, "how": i.how, "where": i.where, "data": _show(i.data)}
+                for i in reduced.items
+            ],
+            "context": {k: v for k, v in case.ctx.items() if k != "good_rows"},
+            "reproduce": f".venv/bin/python benchmarks/fuzz_readers.py --seed {self.args.seed} "
+            f"--readers {case.reader} --index {case.index}",
+        }
+        stem.with_name(stem.name + ".note.json").write_text(
+            json.dumps(note, indent=2, default=str) + "\n"
+        )
+        return small
+
+
+def _show(data: bytes) -> str:
+    text = repr(data)
+    return text if len(text) <= 600 else text[:600] + f"... ({len(data)} bytes)"
+
+
+@dataclass
+class Tally:
+    inputs: int = 0
+    checked: int = 0
+    crashes: int = 0
+    hangs: int = 0
+    lost_inputs: int = 0
+    lost_records: int = 0
+    superseded: int = 0
+    dead: int = 0
+    seconds: float = 0.0
+    slowest: float = 0.0
+    signatures: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, int] = field(default_factory=dict)
+
+
+def fuzz(h: Harness, reader: str, inputs: int, deadline: float) -> Tally:
+    tally = Tally()
+    written: Counter[str] = Counter()
+    start = time.perf_counter()
+    for index in range(inputs):
+        if time.perf_counter() > deadline:
+            break
+        case = h.case(reader, index)
+        result, elapsed = h.run(case)
+        tally.inputs += 1
+        tally.checked += result.checked
+        tally.superseded += result.superseded
+        tally.dead += result.dead
+        tally.slowest = max(tally.slowest, elapsed)
+        sig = result.signature()
+        if sig is None:
+            continue
+        if result.hang:
+            tally.hangs += 1
+        elif result.crash:
+            tally.crashes += 1
+        else:
+            tally.lost_inputs += 1
+            tally.lost_records += len(
+                [x for x in result.lost if not x.startswith("dead letters |")]
+            )
+        tally.signatures[sig] += 1
+        tally.examples.setdefault(sig, index)
+        if h.args.failures and written[sig] < h.args.per_signature:
+            written[sig] += 1
+            reduced = h.reduce(case, sig)
+            h.write_failure(case, result, reduced)
+    tally.seconds = time.perf_counter() - start
+    return tally
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--inputs", type=int, default=100_000, help="inputs per reader")
+    ap.add_argument("--time-limit", type=float, default=3600.0, help="seconds for the whole run")
+    ap.add_argument("--readers", default=",".join(READERS))
+    ap.add_argument("--failures", help="directory for failing inputs (reduced) and their notes")
+    ap.add_argument("--per-signature", type=int, default=3, help="inputs written per failure kind")
+    ap.add_argument("--input-budget", type=float, default=2.0, help="seconds one input may take")
+    ap.add_argument("--hang-limit", type=float, default=20.0, help="seconds before one is stopped")
+    ap.add_argument("--capture-seed", type=int, default=1, help="the simulated incident's seed")
+    ap.add_argument("--index", type=int, help="run only this input, and show it")
+    args = ap.parse_args()
+    readers = [r.strip() for r in args.readers.split(",") if r.strip()]
+    unknown = set(readers) - set(READERS)
+    if unknown:
+        ap.error(f"unknown readers {sorted(unknown)}; choose from {', '.join(READERS)}")
+    signal.signal(signal.SIGALRM, _alarm)
+    sys.setrecursionlimit(1000)  # Python's default, whatever a caller set before
+    shm = Path("/dev/shm")
+    work = Path(tempfile.mkdtemp(prefix="railtrace-fuzz-", dir=shm if shm.is_dir() else None))
+    try:
+        t = time.perf_counter()
+        corpus = build_corpus(work, args.capture_seed)
+        h = Harness(args, corpus, work)
+        print(
+            f"corpus: {len(corpus.cable_rows)} cable rows, {len(corpus.host_rows)} host rows, "
+            f"{len(corpus.gnmi)} gnmic messages, {len(corpus.logs)} log files "
+            f"({sum(len(f.lines) for f in corpus.logs)} lines); built in "
+            f"{time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
+        if args.index is not None:
+            return show_one(h, readers, args.index)
+        return run_all(h, readers, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def show_one(h: Harness, readers: list[str], index: int) -> int:
+    status = 0
+    for reader in readers:
+        case = h.case(reader, index)
+        result, elapsed = h.run(case)
+        print(f"{reader} #{index}: {result.signature() or 'ok'} ({elapsed * 1000:.1f} ms)")
+        for item in case.items:
+            tag = f"good {item.good}" if item.good >= 0 else f"garbage {item.how}"
+            print(f"  [{tag}{' ' + item.where if item.where else ''}] {_show(item.data)[:300]}")
+        for line in result.lost:
+            print(f"  LOST {line}")
+        if result.exc is not None:
+            print(trace_of(result.exc))
+        status |= result.signature() is not None
+    return status
+
+
+def run_all(h: Harness, readers: list[str], args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    deadline = started + args.time_limit
+    tallies: dict[str, Tally] = {}
+    for n, reader in enumerate(readers):
+        # An equal share of what is left of the time limit for each reader still to run.
+        share = (deadline - time.perf_counter()) / (len(readers) - n)
+        tallies[reader] = t = fuzz(h, reader, args.inputs, time.perf_counter() + share)
+        rate = t.inputs / max(t.seconds, 1e-9)
+        print(
+            f"{reader}: {t.inputs} inputs in {t.seconds:.1f} s ({rate:,.0f}/s), "
+            f"{t.crashes} crashes, {t.hangs} hangs, {t.lost_records} lost good records "
+            f"(in {t.lost_inputs} inputs)",
+            flush=True,
+        )
+    wall = time.perf_counter() - started
+    print()
+    print(f"seed {args.seed}, {args.inputs} inputs per reader asked, wall time {wall:.1f} s")
+    head = (
+        f"{'reader':<13} {'inputs':>8} {'good checked':>12} {'crashes':>7} {'hangs':>5} "
+        f"{'lost good':>9} {'superseded':>10} {'dead letters':>12} {'inputs/s':>9} "
+        f"{'slowest':>8} {'wall s':>7}"
+    )
+    print(head)
+    for reader, t in tallies.items():
+        print(
+            f"{reader:<13} {t.inputs:>8} {t.checked:>12} {t.crashes:>7} {t.hangs:>5} "
+            f"{t.lost_records:>9} {t.superseded:>10} {t.dead:>12} "
+            f"{t.inputs / max(t.seconds, 1e-9):>9,.0f} {t.slowest:>7.2f}s {t.seconds:>7.1f}"
+        )
+    failed = False
+    for reader, t in tallies.items():
+        for sig, count in t.signatures.most_common():
+            failed = True
+            print(f"  {reader}: {count:>6} x {sig}   (first: --index {t.examples[sig]})")
+    short = [r for r, t in tallies.items() if t.inputs < args.inputs]
+    if short:
+        print(f"time limit reached: fewer inputs than asked for {', '.join(short)}")
+    if args.failures and failed:
+        print(f"failing inputs written to {args.failures}")
+    return 1 if failed or short else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
