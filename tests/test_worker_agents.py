@@ -46,7 +46,7 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.streams.worker import topics
-from railtrace.streams.worker.processor import Processor, _Parsers
+from railtrace.streams.worker.processor import Processor, _Parsers, _partition
 
 NODES = 16
 SEED = 5
@@ -127,7 +127,7 @@ class Worker:
         return self.processor.app.tables[name]
 
 
-def make_worker(tmp_path: Path, fabric: Any) -> Worker:
+def make_worker(tmp_path: Path, fabric: Any, partitions: int = 1) -> Worker:
     prefix = f"t{uuid.uuid4().hex[:8]}"
     settings = Settings(
         worker=WorkerSettings(
@@ -135,7 +135,9 @@ def make_worker(tmp_path: Path, fabric: Any) -> Worker:
         ),
         # Nothing listens on port 1: anything that got past the stand-in would fail, not
         # reach a broker that happens to run on this machine.
-        kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix=prefix, partitions=1),
+        kafka=KafkaSettings(
+            bootstrap_servers="127.0.0.1:1", topic_prefix=prefix, partitions=partitions
+        ),
     )
     processor = Processor(settings, fabric)
     producer = RecordingProducer()
@@ -536,6 +538,10 @@ def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives
     b.processor.history.add(scenario.fault_link.link_id, down)
 
     async def on_b() -> None:
+        # B is given the job's partition and recovers its table; then its timer runs.
+        await b.processor._on_assigned(
+            b.processor.app, {TP(b.processor.raw_logs.get_topic_name(), 0)}
+        )
         b.table("job-views")[key] = a.table("job-views").get(key)
         await b.processor._reevaluate()
 
@@ -668,3 +674,119 @@ def test_a_partition_moved_away_and_given_back_resumes_from_the_table_not_stale_
     assert orjson.loads(a.table("job-views").get(key)) == orjson.loads(
         whole.table("job-views").get(key)
     )
+
+
+# -- which worker may publish a job's verdict ----------------------------------------------------
+
+
+def _split_by_host(logs: JobLogs) -> tuple[list[wire.LogBatch], list[wire.LogBatch]]:
+    """The job's messages of every file but the last, then the last file's: its verdict says
+    one host fewer after the first part than after both."""
+    files = sorted(logs.files)
+    first = [b for b in logs.batches() if b.source in files[:-1]]
+    last = [b for b in logs.batches() if b.source == files[-1]]
+    return first, last
+
+
+def _of(job_id: str, messages: list[Sent]) -> list[Verdict]:
+    return [v for v in decoded(messages) if isinstance(v, Verdict) and v.job_id == job_id]
+
+
+def _changelog_tps(worker: Worker, partitions: set[int]) -> dict[str, set[TP]]:
+    return {
+        name: {TP(worker.table(name).changelog_topic.get_topic_name(), p) for p in partitions}
+        for name in ("log-parsers", "job-views")
+    }
+
+
+def test_a_worker_that_lost_a_jobs_partition_never_republishes_the_view_it_kept(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs
+) -> None:
+    """The two-worker flake (a healthy job's final verdict one host short). Worker A reads
+    part of a job, then a rebalance gives the job's partition to worker B, which reads the
+    rest and publishes the full verdict. Faust's memory store keeps the view A wrote itself
+    (it forgets, after a rebalance, only what it recovered from a changelog), and A's timer
+    used to adopt every job in its table that its correlator did not hold: A re-published
+    its older verdict after B's, and nothing later corrected it."""
+    partitions = 2
+    key = healthy.job_id.encode()
+    moved = _partition(key, partitions)
+    stays = 1 - moved
+    first, last = _split_by_host(healthy)
+    a = make_worker(tmp_path / "a", scenario.fabric, partitions)
+    b = make_worker(tmp_path / "b", scenario.fabric, partitions)
+    raw_logs = a.processor.raw_logs.get_topic_name()
+
+    async def go() -> None:
+        await a.processor._on_assigned(a.processor.app, {TP(raw_logs, moved), TP(raw_logs, stays)})
+        async with Agent(a) as agent:
+            await agent.put_batches(first)
+            await agent.drain()
+        # The rebalance, as faust runs it on A: the signal, then recovery's end.
+        await a.processor._on_assigned(a.processor.app, {TP(raw_logs, stays)})
+        for name, tps in _changelog_tps(a, {stays}).items():
+            await a.table(name).on_recovery_completed(tps, set())
+        assert a.table("job-views").get(key) is not None, "faust forgot A's own write"
+        # B recovers the job from the changelog (A's last writes) and reads the rest.
+        await b.processor._on_assigned(b.processor.app, {TP(raw_logs, moved)})
+        for name in ("log-parsers", "job-views"):
+            b.table(name)[key] = a.table(name).get(key)
+        async with Agent(b) as agent:
+            await agent.put_batches(last)
+            await agent.drain()
+        await b.processor._reevaluate()
+        before.extend(_of(healthy.job_id, a.verdicts()))
+        a.producer.sent.clear()
+        await a.processor._reevaluate()  # A's timer, after B's verdict went out
+
+    before: list[Verdict] = []
+    run(go())
+
+    _, expected = embedded(scenario, healthy)
+    published_by_b = _of(healthy.job_id, b.verdicts())
+    assert published_by_b and published_by_b[-1] == expected
+    assert expected.hosts == len(healthy.job.hosts)
+    assert before and before[-1].hosts < expected.hosts, "the test would prove nothing"
+    assert _of(healthy.job_id, a.verdicts()) == [], "A re-published a job it no longer owns"
+    assert healthy.job_id not in a.processor.correlator.job_ids()
+
+
+def test_a_job_taken_over_is_adopted_only_once_its_table_is_recovered(
+    tmp_path: Path, scenario: Scenario, healthy: JobLogs
+) -> None:
+    """The new owner's timer runs while faust is still replaying the job-views changelog
+    (older values of a key first). Adopting the job then would judge it on the view of an
+    earlier batch and keep that view for good: no message of the job is left to read."""
+    key = healthy.job_id.encode()
+    first, last = _split_by_host(healthy)
+    a = make_worker(tmp_path / "a", scenario.fabric)
+    c = make_worker(tmp_path / "c", scenario.fabric)
+    raw_logs = c.processor.raw_logs.get_topic_name()
+    changelog = a.table("job-views").changelog_topic.get_topic_name()
+
+    async def on_a() -> None:
+        async with Agent(a) as agent:
+            for part in (first, last):
+                await agent.put_batches(part)
+                await agent.drain()
+
+    run(on_a())
+    versions = [m.value for m in a.producer.on(changelog) if m.key == key]
+    assert len(versions) >= 2 and versions[0] != versions[-1]
+    older = JobView.restore(orjson.loads(versions[0] or b""))
+    assert len(older.hosts) < len(healthy.job.hosts), "the test would prove nothing"
+
+    async def on_c() -> None:
+        await c.processor._on_assigned(c.processor.app, {TP(raw_logs, 0)})
+        c.processor.app.rebalancing = True  # as faust has it until recovery has ended
+        c.table("job-views")[key] = versions[0]
+        await c.processor._reevaluate()
+        assert _of(healthy.job_id, c.verdicts()) == []
+        assert healthy.job_id not in c.processor.correlator.job_ids()
+        c.table("job-views")[key] = versions[-1]
+        c.processor.app.rebalancing = False
+        await c.processor._reevaluate()
+
+    run(on_c())
+    _, expected = embedded(scenario, healthy)
+    assert _of(healthy.job_id, c.verdicts()) == [expected]

@@ -143,6 +143,8 @@ class Processor:
             _Parsers.snapshot,
         )
         self.views_table = _table(app, settings, "job-views")
+        # The raw-logs partitions assigned to this worker: only their jobs are its own.
+        self.owned: set[int] = set()
         self.counters: dict[str, int] = defaultdict(int)
         self.telemetry = TelemetryStage(settings, PortLinks(fabric), PlanIndex.of_fabric(fabric))
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
@@ -203,6 +205,7 @@ class Processor:
         name = self.raw_logs.get_topic_name()
         parts = self.settings.kafka.partitions
         kept = {tp.partition for tp in assigned if tp.topic == name}
+        self.owned = kept
         keys = [k for k in self.parsers.live_keys() if _partition(k, parts) not in kept]
         self.parsers.forget(keys)
         jobs = [j for j in self.correlator.job_ids() if _partition(j.encode(), parts) not in kept]
@@ -275,7 +278,20 @@ class Processor:
                     log.error("unreadable job view", extra={"job": job_id, "reason": str(exc)})
                     self.views_table.pop(key, None)
                     return []
-                return [self.correlator.adopt(view)]
+                verdict = self.correlator.adopt(view)
+                # Which worker took which job over, and what it then said: a verdict that
+                # differs from the embedded replay's is explained from here.
+                log.info(
+                    "job taken over from its table",
+                    extra={
+                        "job": job_id,
+                        "partition": _partition(key, self.settings.kafka.partitions),
+                        "owned": sorted(self.owned),
+                        "state": verdict.state.value,
+                        "hosts": verdict.hosts,
+                    },
+                )
+                return [verdict]
         return []
 
     async def _send_verdicts(self, verdicts: list[Verdict]) -> list[Any]:
@@ -287,7 +303,24 @@ class Processor:
         ]
 
     async def _reevaluate(self) -> None:
-        adopted = [v for key in list(self.views_table.keys()) for v in self._adopt(key)]
+        """The timer: adopt the jobs of this worker's partitions that only its table holds
+        (taken over in a rebalance, and maybe sent no message since), then re-judge.
+
+        Nothing is done while a rebalance is under way: which jobs are whose is not settled,
+        and the table of a partition just taken over is still being replayed (older values of
+        a key first), so a job adopted then would be judged on an earlier batch's view. Only
+        the jobs of owned partitions are adopted: the table also holds what this worker wrote
+        for partitions it has lost (faust's memory store forgets only what it recovered), and
+        a view from there is older than what the new owner publishes."""
+        if self.app.rebalancing:
+            return
+        parts = self.settings.kafka.partitions
+        adopted = [
+            v
+            for key in list(self.views_table.keys())
+            if _partition(key, parts) in self.owned
+            for v in self._adopt(key)
+        ]
         # Event time also moves with the link events other partitions normalised: a job whose
         # logs went silent has no record of its own that would move it.
         advanced = self.correlator.advance(self.newest_link_event_ns)
