@@ -4,6 +4,8 @@ restarted broker, each checked against the embedded replay of the same capture."
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -11,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from kafka_support import (
-    RAILTRACE,
     Stack,
     differences,
     group_offsets,
@@ -41,6 +42,54 @@ def _publish(s: Stack, cap: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _split(cap: Path) -> tuple[Path, Path]:
+    """The capture as two captures to publish one after the other, so that a test can act
+    between them and be sure the workers have more to read: the first holds half the
+    switches' gNMI files and every job's log files but its last, the second the rest. Each
+    file is whole in one part (a switch's and a file's messages keep their order), and both
+    keep the capture's relative paths, so log sources are named as the embedded replay names
+    them, and both have gNMI files, which date the logs' year-less prefixes alike."""
+    whole = open_capture(cap)
+    gnmi = sorted(whole.gnmi_files)
+    half = len(gnmi) // 2
+    logs = [sorted(files) for _, files in sorted(whole.log_files.items())]
+    parts = (
+        gnmi[:half] + [f for files in logs for f in files[:-1]],
+        gnmi[half:] + [files[-1] for files in logs],
+    )
+    dirs = (cap.with_name(cap.name + "-first"), cap.with_name(cap.name + "-rest"))
+    for part, files in zip(dirs, parts, strict=True):
+        part.mkdir()
+        for name in ("cables.csv", "hosts.csv"):
+            shutil.copyfile(cap / name, part / name)
+        for f in files:
+            (part / f.relative_to(cap)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, part / f.relative_to(cap))
+    return dirs
+
+
+def _wait_committed(s: Stack, group: str, topic_names: list[str], timeout: float = 180) -> int:
+    """Until consumer group `group` has committed some of `topic_names`: messages committed."""
+    deadline = time.monotonic() + timeout
+    while (committed := group_offsets(group, topic_names)[0]) == 0:
+        assert time.monotonic() < deadline, f"{group} committed nothing\n{s.logs()}"
+        time.sleep(0.2)
+    return committed
+
+
+TAKEN_OVER = re.compile(
+    r"job taken over from its table .*job=(\S+) partition=(\d+) owned=\[([\d, ]*)\]"
+)
+
+
+def _takeovers(log: Path) -> list[tuple[str, int, set[int]]]:
+    """(job, its partition, the partitions the worker owned) of each job a worker adopted."""
+    return [
+        (m[1], int(m[2]), {int(p) for p in m[3].split(",") if p.strip()})
+        for m in TAKEN_OVER.finditer(log.read_text(errors="replace"))
+    ]
+
+
 def _stored_counts(s: Stack) -> dict[str, int]:
     """Stop the sink (it holds chDB) and count what it stored."""
     for proc in s.procs:
@@ -56,18 +105,30 @@ def test_two_workers_share_the_partitions_and_give_the_same_verdicts(tmp_path: P
     require_broker()
     cap = _capture(tmp_path, Fault.FLAP, 41)
     expected = _embedded(cap)
-    with stack(tmp_path, cap, workers=2) as s:
-        # Published at once: the second worker joins while the first already holds state, so
-        # partitions (and their checkpoints and tables) move mid-stream.
-        _publish(s, cap)
+    first, rest = _split(cap)
+    with stack(tmp_path, cap) as s:
+        # The first worker reads the first part alone and holds its state; the second joins,
+        # and partitions (with their checkpoints and tables) move before the rest is read.
+        _publish(s, first)
+        wait_drained(s)
+        s.start("worker", name="worker1")
+        app = s.env["RAILTRACE_WORKER__APP_ID"]
+        wait_members(app, 2)
+        wait_members(app + "-telemetry", 2)
+        _publish(s, rest)
         got = _wait_for(s, expected)
         assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
-        wait_members(s.env["RAILTRACE_WORKER__APP_ID"] + "-telemetry", 2)
-        shares = [
-            (tmp_path / f"worker{i}.log").read_text().count("telemetry state restored")
-            for i in range(2)
-        ]
+        wait_members(app + "-telemetry", 2)
+        logs = [tmp_path / f"worker{i}.log" for i in range(2)]
+        shares = [log.read_text().count("telemetry state restored") for log in logs]
         assert all(shares), f"a worker never got telemetry partitions:\n{s.logs()}"
+        # Jobs moved with their tables; each was taken over only by the worker owning it
+        # then (a worker that lost a partition keeps its own writes of it in its table).
+        takeovers = [_takeovers(log) for log in logs]
+        assert takeovers[1], f"no job moved to the second worker:\n{s.logs()}"
+        for log, adopted in zip(logs, takeovers, strict=True):
+            foreign = [(job, p, owned) for job, p, owned in adopted if p not in owned]
+            assert not foreign, f"{log.name} took over jobs it did not own: {foreign}"
 
 
 def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
@@ -77,24 +138,23 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
     cap = _capture(tmp_path, Fault.CRC_BURST, 42)
     expected = _embedded(cap)
     report = replay(open_capture(cap), DiscardSink())
-    # Checkpoints every second, so the worker is caught with some telemetry committed and
-    # more in flight.
+    first, rest = _split(cap)
+    # Checkpoints every second, so the worker is caught with some telemetry committed (and
+    # likely more read since).
     with stack(tmp_path, cap, RAILTRACE_WORKER__CHECKPOINT_EVERY_S="1") as s:
-        publisher = subprocess.Popen(
-            [RAILTRACE, "replay", str(cap), "--kafka"], env=s.env, stdout=subprocess.DEVNULL
-        )
+        _publish(s, first)
         app = s.env["RAILTRACE_WORKER__APP_ID"]
         raw = [f"{s.env['RAILTRACE_KAFKA__TOPIC_PREFIX']}.raw.gnmi.v1"]
-        deadline = time.monotonic() + 120
-        while (offsets := group_offsets(f"{app}-telemetry", raw))[0] == 0:
-            assert time.monotonic() < deadline, s.logs()
-            time.sleep(0.1)
-        assert offsets[0] < offsets[1], "the worker finished before it could be killed"
+        _wait_committed(s, f"{app}-telemetry", raw)
         worker = s.procs[0]
         os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
+        worker.wait(30)
+        # The rest goes out while no worker runs: the restarted one meets the stream midway,
+        # whatever the killed one had done.
+        _publish(s, rest)
+        committed, total = group_offsets(f"{app}-telemetry", raw)
+        assert 0 < committed < total
         s.start("worker", name="worker-restarted")
-        assert publisher.wait(120) == 0
         got = _wait_for(s, expected)
         assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
         wait_drained(s)
@@ -112,19 +172,15 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
         pytest.skip("the broker under test is not ours to restart")
     cap = _capture(tmp_path, Fault.LINK_DOWN, 43)
     expected = _embedded(cap)
+    first, rest = _split(cap)
     with stack(tmp_path, cap) as s:
-        _publish(s, cap)
-        # Restart while the telemetry stage is mid-stream: it has checkpointed once and has
-        # more to read, so sends, commits and the rejoin all meet the outage.
+        # Restart while the pipeline is mid-stream: the telemetry stage has checkpointed, and
+        # the rest of the capture is held back until the broker is back, so the workers' and
+        # the sink's rejoin, sends and commits must all recover from the outage to read it.
+        _publish(s, first)
         prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]
         raw = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1"]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            committed, total = group_offsets(f"{app}-telemetry", raw)
-            if committed > 0:
-                break
-            time.sleep(0.2)
-        assert 0 < committed < total, "the restart would not meet the stage mid-stream"
+        _wait_committed(s, f"{app}-telemetry", raw)
         done = subprocess.run(
             [str(ROOT / "deploy" / "kafka" / "kafka.sh"), "restart"],
             capture_output=True,
@@ -133,6 +189,7 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+        _publish(s, rest)
         got = _wait_for(s, expected, timeout=300)
         if got != expected:
             kept = s.keep_logs("broker-restart")
