@@ -1,8 +1,8 @@
 """The real Kafka broker behind one gate, and railtrace's streaming processes around it.
 
-Tests that need the broker skip when none answers on this machine, and fail in CI (CI=true),
-where `make test` starts one (deploy/kafka/kafka.sh). Every test gets its own topic prefix and
-consumer-group ids, so tests never see each other's records.
+Tests that need the broker skip when none answers on this machine, and fail in CI (CI set;
+tests/gates.py), where `make test` starts one (deploy/kafka/kafka.sh). Every test gets its own
+topic prefix and consumer-group ids, so tests never see each other's records.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gates
 import orjson
-import pytest
 
 from railtrace.store import read_owner
 
@@ -50,11 +50,12 @@ def broker_answers(bootstrap: str = BOOTSTRAP) -> bool:
 
 
 def require_broker() -> str:
-    if broker_answers():
-        return BOOTSTRAP
-    if os.environ.get("CI"):
-        pytest.fail(f"no Kafka broker answers at {BOOTSTRAP}; `make test` starts one")
-    pytest.skip(f"no Kafka broker at {BOOTSTRAP} (start one: deploy/kafka/kafka.sh start)")
+    gates.require(
+        "kafka",
+        broker_answers,
+        f"a Kafka broker at {BOOTSTRAP} (`make test` starts one; deploy/kafka/kafka.sh start)",
+    )
+    return BOOTSTRAP
 
 
 def free_port() -> int:

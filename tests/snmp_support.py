@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gates
 import pytest
 
 from railtrace.collectors.snmp import LldpNeighbour
@@ -35,17 +36,13 @@ TRAP_ENGINE_ID = "8000000001020304"
 
 def binary(name: str) -> str:
     """The path of a net-snmp binary; skips (fails in CI) when it is not installed."""
-    for folder in ("/usr/sbin", "/usr/bin"):
-        candidate = Path(folder) / name
-        if candidate.is_file():
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    reason = f"{name} is not installed (Debian: apt-get install -y snmpd snmp)"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    found = next(
+        (str(Path(d) / name) for d in ("/usr/sbin", "/usr/bin") if (Path(d) / name).is_file()),
+        shutil.which(name),
+    )
+    gates.require("snmp", found is not None, f"{name} (Debian: apt-get install -y snmpd snmp)")
+    assert found is not None
+    return found
 
 
 def free_udp_port() -> int:

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import gates
 import pytest
 from snmp_support import binary, free_udp_port
 
@@ -55,20 +56,14 @@ class Simulator:
         return self.data_dir / f"{name}.snmprec"
 
 
-def _unavailable(reason: str) -> None:
-    message = f"{reason}; set it up with `{SETUP}` (make system-deps runs it)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def _responder(recordings: tuple[str, ...]) -> Path:
     responder = SNMPSIM_DIR / "venv" / "bin" / "snmpsim-command-responder"
-    if not (SNMPSIM_DIR / ".installed").is_file() or not os.access(responder, os.X_OK):
-        _unavailable(f"snmpsim is not installed in {SNMPSIM_DIR}")
-    for name in recordings:
-        if not (SNMPSIM_DIR / "data" / f"{name}.snmprec").is_file():
-            _unavailable(f"recording {name} is missing in {SNMPSIM_DIR / 'data'}")
+    installed = (SNMPSIM_DIR / ".installed").is_file() and os.access(responder, os.X_OK)
+    how = f"set it up with `{SETUP}` (make system-deps runs it)"
+    gates.require("snmpsim", installed, f"snmpsim in {SNMPSIM_DIR}; {how}")
+    data = SNMPSIM_DIR / "data"
+    missing = [n for n in recordings if not (data / f"{n}.snmprec").is_file()]
+    gates.require("snmpsim", not missing, f"the recordings {missing} in {data}; {how}")
     return responder
 
 
