@@ -14,23 +14,20 @@ from typing import Any
 
 import orjson
 import pytest
+from gnmi_server import Certs, GnmiServer, SwitchState, make_certs
 
-grpc = pytest.importorskip("grpc", reason="grpcio is not installed")
-
-from gnmi_server import Certs, GnmiServer, SwitchState, make_certs  # noqa: E402
-
-from railtrace.collectors.emit import Collected  # noqa: E402
-from railtrace.collectors.gnmi import (  # noqa: E402
+from railtrace.collectors.emit import Collected
+from railtrace.collectors.gnmi import (
     Backoff,
     Credentials,
     GnmiCollector,
     GnmiTarget,
     TlsSettings,
 )
-from railtrace.streams.records import CablingKind, Endpoint, Metric  # noqa: E402
-from railtrace.streams.telemetry import decode_message  # noqa: E402
-from railtrace.streams.telemetry.gnmic import decode_with_lldp  # noqa: E402
-from railtrace.topology.lldp import CablingWatch, PlanIndex  # noqa: E402
+from railtrace.streams.records import CablingKind, Endpoint, Metric
+from railtrace.streams.telemetry import decode_message
+from railtrace.streams.telemetry.gnmic import decode_with_lldp
+from railtrace.topology.lldp import CablingWatch, PlanIndex
 
 FAST = Backoff(initial_s=0.05, max_s=0.2)
 

@@ -7,8 +7,6 @@ import math
 import orjson
 import pytest
 
-pytest.importorskip("grpc", reason="grpcio is not installed")
-
 from railtrace.collectors.gnmi.convert import (
     BadValueError,
     convert_notification,
