@@ -207,6 +207,7 @@ def test_version_option_prints_the_version() -> None:
 # --- 2. replay, verdict, jobs on one incident -----------------------------------------------
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_verdict_json_has_the_documented_shape(
     incident: Incident, local_verdict: dict[str, Any]
 ) -> None:
@@ -225,6 +226,7 @@ def test_verdict_json_has_the_documented_shape(
     assert doc["evidence"], "a stalled verdict must show its evidence"
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_verdict_names_the_link_the_simulation_broke(
     incident: Incident, local_verdict: dict[str, Any]
 ) -> None:
@@ -237,6 +239,7 @@ def test_verdict_names_the_link_the_simulation_broke(
     assert local_verdict["candidates"][0]["link"]["id"] == truth["id"]
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_verdict_without_json_shows_the_link_to_a_person(incident: Incident) -> None:
     out = _flat(_ok(invoke("verdict", incident.job, "--data", incident.data)).stdout)
     a, b = incident.truth["fault_link"]["a"], incident.truth["fault_link"]["b"]
@@ -245,6 +248,7 @@ def test_verdict_without_json_shows_the_link_to_a_person(incident: Incident) -> 
     assert f"{a['device']}:{a['interface']} <-> {b['device']}:{b['interface']}" in out
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_jobs_state_filter_lists_exactly_the_stalled_job(
     incident: Incident, local_verdict: dict[str, Any]
 ) -> None:
@@ -254,6 +258,7 @@ def test_jobs_state_filter_lists_exactly_the_stalled_job(
     assert docs[0] == local_verdict
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_jobs_lists_every_job_of_the_capture_with_its_state(incident: Incident) -> None:
     docs = _json(_ok(invoke("jobs", "--data", incident.data, "--json")).stdout)
     assert {d["job_id"]: d["state"] for d in docs} == {
@@ -261,12 +266,14 @@ def test_jobs_lists_every_job_of_the_capture_with_its_state(incident: Incident) 
     }
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_unknown_job_exits_2_and_says_how_to_list_jobs(incident: Incident) -> None:
     err = _refused(invoke("verdict", "no-such-job", "--data", incident.data), code=2)
     assert "no job 'no-such-job'" in err
     assert "railtrace jobs" in err
 
 
+@pytest.mark.e2e  # simulates 64 nodes and replays them twice
 def test_replay_says_what_the_store_holds_and_a_second_replay_that_it_held_it_already(
     tmp_path: Path,
 ) -> None:
@@ -314,6 +321,7 @@ def test_jobs_on_a_missing_data_dir_fails_cleanly_without_creating_it(tmp_path: 
     assert not missing.exists()
 
 
+@pytest.mark.chdb  # the CLI opens the store
 def test_verdict_on_a_never_replayed_data_dir_fails_cleanly(tmp_path: Path) -> None:
     err = _refused(invoke("verdict", "1234", "--data", tmp_path))
     assert "railtrace replay" in err
@@ -479,6 +487,7 @@ def test_serve_releases_the_directory_when_stopped(tmp_path: Path, sig: int) -> 
 # --- 4. demo --------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e  # the whole 64-node demo
 def test_demo_shows_the_stalled_job_and_the_link_it_simulated(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     out = _flat(_ok(invoke("demo", "--workdir", workdir, "--seed", 5)).stdout)
@@ -506,6 +515,7 @@ def test_demo_refuses_a_directory_that_is_not_its_own(tmp_path: Path) -> None:
     assert sorted(p.name for p in workdir.iterdir()) == ["precious.txt"]
 
 
+@pytest.mark.e2e  # a whole (2-node) demo
 def test_demo_runs_again_over_its_own_directory(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     workdir.mkdir()
@@ -551,6 +561,7 @@ def test_missing_config_file_is_a_bad_settings_error(tmp_path: Path) -> None:
     assert "bad settings: config file not found" in err
 
 
+@pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
 def test_data_dir_from_the_config_file_is_used(
     tmp_path: Path, incident: Incident, local_verdict: dict[str, Any]
 ) -> None:

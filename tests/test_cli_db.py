@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cli_support import invoke
 
 from railtrace.store import migrations
 from railtrace.store.chdb_store import ChdbStore
 
 
+@pytest.mark.chdb  # the CLI opens the store
 def test_migrate_applies_every_migration_once_then_nothing(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
     first = invoke("db", "migrate", "--data", data)

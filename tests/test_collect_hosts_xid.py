@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from logs_support import utc_ns
 
 from railtrace.collectors.emit import Collected
@@ -59,6 +60,7 @@ def events(out: Collected) -> list[dict[str, Any]]:
     return [nodeevents.decode(m.value) for m in out.on("node-events")]
 
 
+@pytest.mark.integration  # the collector runs its command as a process
 def test_xids_from_a_subprocess_become_node_events(tmp_path: Path) -> None:
     kern = tmp_path / "kern.txt"
     kern.write_text("\n".join([XID79, OTHER, XID13, BROKEN]) + "\n")
@@ -103,6 +105,7 @@ def test_xids_from_a_subprocess_become_node_events(tmp_path: Path) -> None:
     assert s.stats.malformed >= 1 and s.stats.repeats >= 2
 
 
+@pytest.mark.integration  # the collector runs its command as a process
 def test_printf_subprocess_and_sdc_release(tmp_path: Path) -> None:
     cfg = config(tmp_path, command=["sh", "-c", f"printf '%s\\n' \"{XID95}\""])
     out = Collected()
