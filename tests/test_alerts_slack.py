@@ -1,11 +1,16 @@
 """Slack delivery against a real local HTTP receiver (aiohttp) standing in for the webhook:
 every payload's shape is checked there; 429 and 5xx are retried honoring Retry-After, other
 4xx are not; a receiver that never answers does not hold up the caller; the webhook URL never
-reaches a log. Last, `railtrace alert` end to end on the real broker."""
+reaches a log. Last, `railtrace alert` end to end on the real broker.
+
+Waits (Retry-After, backoff, pacing) are read off a `VirtualClock` the sender is given, not
+measured on the wall clock: what is checked is what the sender decided, however fast or
+loaded the machine is."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import signal
@@ -16,8 +21,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
-from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
+from kafka_support import BOOTSTRAP, RAILTRACE, free_port, group_offsets, require_broker
 from store_samples import LINK, T0, verdict
 
 from railtrace.alerts.payloads import (
@@ -72,14 +78,37 @@ def shape_problems(payload: Any) -> list[str]:
     return problems
 
 
+class VirtualClock:
+    """The sender's time, moved only by its own waits: `sleep` records what was asked and
+    moves the clock on by it at once (yielding to the loop, so the receiver runs)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
 class Receiver:
     """A Slack webhook stand-in on a free local port: records every POST with its arrival
-    time, checks its shape, and answers from `script` ((status, headers, body), then 200 ok),
-    or never answers when `hang`."""
+    time on `clock`, checks its shape, and answers from `script` ((status, headers, body),
+    then 200 ok), or never answers when `hang`."""
 
-    def __init__(self, script: list[tuple[int, dict[str, str], str]] = (), hang: bool = False):
+    def __init__(
+        self,
+        script: list[tuple[int, dict[str, str], str]] = (),
+        hang: bool = False,
+        clock: Any = time.monotonic,
+    ):
         self.script = list(script)
         self.hang = hang
+        self.clock = clock
         self.got: list[tuple[float, dict[str, Any]]] = []
         self.problems: list[str] = []
         self.url = ""
@@ -89,7 +118,7 @@ class Receiver:
         if request.match_info["token"] != SECRET:
             return web.Response(status=404, text="no_service")
         payload = await request.json()
-        self.got.append((time.monotonic(), payload))
+        self.got.append((self.clock(), payload))
         self.problems += shape_problems(payload)
         if self.hang:
             await self.closing.wait()  # until the receiver shuts down
@@ -144,7 +173,7 @@ def every_kind() -> list[Alert]:
     ]
 
 
-async def until(condition: Any, timeout: float = 10.0) -> None:
+async def until(condition: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -174,18 +203,20 @@ def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
 
 def test_429_then_500_are_retried_honoring_retry_after_then_backoff() -> None:
     script = [(429, {"Retry-After": "1"}, "rate_limited"), (500, {}, "oops")]
+    clock = VirtualClock()
 
     async def main() -> None:
-        async with Receiver(script).running() as rx:
-            sender = SlackSender(rx.url, settings())
+        async with Receiver(script, clock=clock).running() as rx:
+            sender = SlackSender(rx.url, settings(), clock=clock, sleep=clock.sleep)
             await sender.start()
             sender.emit(every_kind()[0])
             await until(lambda: sender.counters["sent"] == 1)
             await sender.stop()
         times = [t for t, _ in rx.got]
         assert len(times) == 3 and rx.problems == []
-        assert 0.95 <= times[1] - times[0] < 1.6  # Retry-After: 1
-        assert 0.55 <= times[2] - times[1] < 1.2  # backoff 0.3 * 2**1
+        # Retry-After: 1, then the backoff 0.3 * 2**1; nothing else was waited for.
+        assert clock.slept == pytest.approx([1.0, 0.6])
+        assert [b - a for a, b in itertools.pairwise(times)] == pytest.approx([1.0, 0.6])
         assert rx.got[0][1] == rx.got[2][1]
         assert sender.counters == {"queued": 1, "sent": 1, "retries": 2, "failed": 0, "dropped": 0}
 
@@ -194,63 +225,82 @@ def test_429_then_500_are_retried_honoring_retry_after_then_backoff() -> None:
 
 def test_retry_after_is_capped_and_retries_end_in_a_counted_failure() -> None:
     script = [(429, {"Retry-After": "30"}, ""), (503, {}, ""), (503, {}, "")]
+    clock = VirtualClock()
 
     async def main() -> None:
-        async with Receiver(script).running() as rx:
-            sender = SlackSender(rx.url, settings(max_retries=2, backoff_max_s=0.2))
+        async with Receiver(script, clock=clock).running() as rx:
+            fast = settings(max_retries=2, backoff_max_s=0.2)
+            sender = SlackSender(rx.url, fast, clock=clock, sleep=clock.sleep)
             await sender.start()
-            started = time.monotonic()
             sender.emit(every_kind()[1])
             await until(lambda: sender.counters["failed"] == 1)
-            assert time.monotonic() - started < 2.0
             await sender.stop()
         assert len(rx.got) == 3
+        # Slack's 30 s and the 0.6 s backoff were both capped at backoff_max_s.
+        assert clock.slept == pytest.approx([0.2, 0.2])
         assert (sender.counters["sent"], sender.counters["retries"]) == (0, 2)
 
     asyncio.run(main())
 
 
 def test_400_is_a_permanent_failure_not_retried() -> None:
+    clock = VirtualClock()
+    refused, after = every_kind()[2], every_kind()[0]
+
     async def main() -> None:
-        async with Receiver([(400, {}, "invalid_payload")]).running() as rx:
-            sender = SlackSender(rx.url, settings())
+        async with Receiver([(400, {}, "invalid_payload")], clock=clock).running() as rx:
+            sender = SlackSender(rx.url, settings(), clock=clock, sleep=clock.sleep)
             await sender.start()
-            sender.emit(every_kind()[2])
+            sender.emit(refused)
             await until(lambda: sender.counters["failed"] == 1)
-            await asyncio.sleep(0.5)
+            # One task delivers in order: once the next alert is through, a retry of the
+            # refused one would have come before it.
+            sender.emit(after)
+            await until(lambda: sender.counters["sent"] == 1)
             await sender.stop()
-        assert len(rx.got) == 1
+        assert [p for _, p in rx.got] == [refused.payload, after.payload]
         assert sender.counters["retries"] == 0
+        assert clock.slept == []  # no backoff either
 
     asyncio.run(main())
 
 
 def test_messages_are_paced_by_the_rate_limit() -> None:
+    clock = VirtualClock()
+
     async def main() -> None:
-        async with Receiver().running() as rx:
-            sender = SlackSender(rx.url, settings(rate_per_s=5.0, burst=1))
+        async with Receiver(clock=clock).running() as rx:
+            paced = settings(rate_per_s=5.0, burst=1)
+            sender = SlackSender(rx.url, paced, clock=clock, sleep=clock.sleep)
             await sender.start()
             for a in every_kind()[:3]:
                 sender.emit(a)
             await until(lambda: sender.counters["sent"] == 3)
             await sender.stop()
-        gaps = [b[0] - a[0] for a, b in zip(rx.got, rx.got[1:], strict=False)]
-        assert all(0.15 <= g < 0.6 for g in gaps), gaps
+        # One message at once (the burst), then one every 1/5 s.
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(rx.got)]
+        assert gaps == pytest.approx([0.2, 0.2]), gaps
 
     asyncio.run(main())
 
 
 def test_a_receiver_that_never_answers_does_not_block_the_caller() -> None:
+    clock = VirtualClock()
+
     async def main() -> None:
-        async with Receiver(hang=True).running() as rx:
-            sender = SlackSender(rx.url, settings(queue_max=5, timeout_s=30))
+        async with Receiver(hang=True, clock=clock).running() as rx:
+            held = settings(queue_max=5, timeout_s=30)
+            sender = SlackSender(rx.url, held, clock=clock, sleep=clock.sleep)
             await sender.start()
             sender.emit(every_kind()[0])
             await until(lambda: len(rx.got) == 1)  # the sender now waits on the receiver
-            started = time.monotonic()
             for _ in range(50):
                 sender.emit(every_kind()[3])
-            assert time.monotonic() - started < 0.1
+            # Every call returned while the first POST is still unanswered (the receiver runs
+            # on this same loop and cannot answer before this task yields): emit never waits
+            # on delivery. The queue kept its 5 and gave up the rest.
+            assert len(rx.got) == 1 and not rx.closing.is_set()
+            assert sender.counters["sent"] + sender.counters["failed"] == 0
             assert sender.counters["dropped"] == 45
             await sender.stop(drain_s=0)
         assert sender.counters["dropped"] == 50  # the 5 still queued at stop as well
@@ -325,6 +375,18 @@ async def _produce(prefix: str) -> None:
         await producer.stop()
 
 
+async def _until_committed(group: str, prefix: str, timeout: float = 90) -> None:
+    """Until consumer group `group` has committed every record on the alerter's topics."""
+    names = [
+        f"{prefix}.{t}"
+        for t in ("verdicts.v1", "raw.node-events.v1", "link-events.v1", "cabling-events.v1")
+    ]
+    deadline = time.monotonic() + timeout
+    while (offsets := await asyncio.to_thread(group_offsets, group, names))[0] < offsets[1]:
+        assert time.monotonic() < deadline, f"the alerter committed {offsets[0]} of {offsets[1]}"
+        await asyncio.sleep(0.5)
+
+
 def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -> None:
     require_broker()
     run_id = uuid.uuid4().hex[:10]
@@ -355,7 +417,10 @@ def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -
                 )
                 try:
                     await until(lambda: len(rx.got) >= 3, timeout=90)
-                    await asyncio.sleep(2)  # room for a duplicate to show up
+                    # Not a pause for a duplicate to show up: once the group has committed
+                    # every record of the four topics, each was judged, and a duplicate
+                    # alert would be queued; stopping drains the queue to the receiver.
+                    await _until_committed(f"a{run_id}-alerts", f"t{run_id}")
                 finally:
                     proc.send_signal(signal.SIGTERM)
                     rc = await asyncio.wait_for(proc.wait(), 30)

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -36,17 +36,23 @@ def retry_after(value: str | None) -> float | None:
 
 
 class SlackSender:
-    """Sends queued alerts to one webhook; `start` before `emit`ting, `stop` at the end."""
+    """Sends queued alerts to one webhook; `start` before `emit`ting, `stop` at the end.
+
+    `clock` and `sleep` are the time the sender reads and the way it waits (pacing, backoff,
+    the drain at stop); they go together, so that a test can run them on a clock of its own
+    and read every wait off exactly."""
 
     def __init__(
         self,
         url: str,
         settings: AlertSettings,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._url = url
         self.settings = settings
         self.clock = clock
+        self.sleep = sleep
         self.queue = AlertQueue(settings.queue_max)
         self.bucket = TokenBucket(settings.rate_per_s, settings.burst)
         self.counters = {"queued": 0, "sent": 0, "retries": 0, "failed": 0, "dropped": 0}
@@ -78,7 +84,7 @@ class SlackSender:
         as dropped."""
         deadline = self.clock() + drain_s
         while (len(self.queue) or self._busy) and self.clock() < deadline:
-            await asyncio.sleep(0.05)
+            await self.sleep(0.05)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -110,7 +116,7 @@ class SlackSender:
         s = self.settings
         for attempt in range(s.max_retries + 1):
             while (wait := self.bucket.take(self.clock())) > 0:
-                await asyncio.sleep(wait)
+                await self.sleep(wait)
             status, body, hint = await self._post(alert)
             if 200 <= status < 300:
                 self.counters["sent"] += 1
@@ -133,7 +139,7 @@ class SlackSender:
                 "alert not delivered, retrying",
                 extra={"alert": alert.kind, "status": status, "retry_in_s": delay},
             )
-            await asyncio.sleep(delay)
+            await self.sleep(delay)
         self.counters["failed"] += 1
         log.error(
             "alert given up after retries",
