@@ -1,0 +1,954 @@
+"""Fuzz run of the API: generated HTTP requests against the real app over a replayed incident.
+
+Run: .venv/bin/python benchmarks/fuzz_api.py [--seed 1] [--requests 100000]
+     [--time-limit 1800] [--nodes 16] [--failures DIR] [--index N]   (one request, verbosely)
+
+The app is `railtrace.api.create_app` over a chDB store into which a simulated incident
+(`write_capture(..., Fault.LINK_DOWN, ...)`) was replayed, with its fabric and a real token
+file holding a read, an admin, an expired and a "victim" read token; halfway through the run the
+victim is revoked through `DELETE /v1/tokens/{id}`, and from then on it must be refused.
+
+Requests go through httpx's ASGI transport, in this process: the app, its middleware, routing,
+validation, auth and store queries run exactly as under uvicorn, but no HTTP/1.1 parser sits in
+front of it (uvicorn's h11 would answer some invented methods and malformed headers with a 400
+before the app sees them), so what is fuzzed here is the app itself.
+
+Generated: every documented route and the incident pages with real, random, path-like,
+percent-encoded, over-long and empty ids; `since`/`until`/`at` as ISO-8601 with and without
+zones and fractions past microseconds, dates outside 1970-2200 and outside Python's, epoch
+seconds, milliseconds and nanoseconds, negative, float, huge and empty; other parameters in
+and out of range, of the wrong type, repeated and unknown; unknown paths; standard and invented
+HTTP methods; no token, malformed, unknown, expired, revoked and valid tokens of both scopes;
+long and many headers; bodies where none is expected.
+
+Checks, for every response: no 5xx; the status is one the OpenAPI document declares for that
+operation (a method the path does not have: 405; a path no route has: 404; pages outside the
+document: no 5xx); a route the document marks as needing a token never answers 2xx without a
+valid one (nor an admin route to a read token). At the end: the process's RSS grew by less
+than `--rss-growth-mib` after the warm-up, and `/metrics` is bounded: its labels stay within
+the route templates and the HTTP methods, and its size within what that label space allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from railtrace.api import create_app
+from railtrace.api.tokens import Scope, TokenBook
+from railtrace.replay import open_capture, replay
+from railtrace.simulate import Fault, write_capture
+from railtrace.store.chdb_store import ChdbStore
+
+STANDARD_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT")
+INVENTED_METHODS = (
+    "FOO",
+    "PROPFIND",
+    "MKCOL",
+    "BREW",
+    "GETS",
+    "G3T",
+    "QUERY",
+    "PURGE",
+    "X" * 64,
+    "M-SEARCH",
+    "LINK",
+)
+#: Tokens a client or scanner may send as a method: 50 of them, the same in every run. Each
+#: distinct method is a label value wherever a metric is labelled by the raw method.
+RANDOM_METHODS = tuple(
+    "".join(random.Random(f"method/{i}").choices("ABCDEFGHIJKLMNOPQRSTUVWXYZ", k=3 + i % 8))
+    for i in range(50)
+)
+#: /metrics renders every series it holds, so its cost grows with them: asked for this much
+#: less often than the other routes, which keeps a run's time bounded whatever it holds.
+METRICS_SHARE = 0.05
+#: Pages served outside the OpenAPI document (no token: they hold no data).
+PAGES = ("/incidents", "/incidents/{job}", "/links/{link}", "/cabling", "/nodes/{node}")
+OTHER_PATHS = (
+    "/",
+    "/docs",
+    "/redoc",
+    "/openapi.json",
+    "/docs/oauth2-redirect",
+    "/static/incident.js",
+    "/static/incident.css",
+    "/static/../../etc/passwd",
+    "/static/%2e%2e/%2e%2e/etc/passwd",
+    "/static/",
+    "/v1",
+    "/v1/",
+    "/v1/jobs/",
+    "/V1/JOBS",
+    "//v1//jobs",
+    "/v1/jobs;x=1",
+    "/v1/jobs/%2F/verdict",
+    "/v2/jobs",
+    "/metrics/",
+    "/healthz/",
+    "/.env",
+    "/admin",
+    "/v1/tokens/",
+    "/v1/links/",
+    "/v1/nodes/",
+    "/v1/topology/",
+)
+PATH_LIKE_IDS = (
+    "",
+    ".",
+    "..",
+    "../..",
+    "../../etc/passwd",
+    "a/b",
+    "a//b",
+    "/",
+    "%2e%2e",
+    "%2E%2E%2F%2E%2E",
+    "%2F",
+    "a%2Fb",
+    "%00",
+    "a%00b",
+    "%ff%fe",
+    "%",
+    "%zz",
+    "%25",
+    "%252F",
+    "j\u00f6b",
+    "\u202ejob",
+    "job id",
+    "job+id",
+    "job?x=1",
+    "job#frag",
+    "-1",
+    "0",
+    "1e9",
+    "9" * 40,
+    "x" * 129,
+    "x" * 5000,
+    "a:b@c+d",
+    "_leading",
+    "-leading",
+    ".hidden",
+    "1234_5",
+    "job.json",
+    "NUL",
+    "con",
+    "%C0%AE%C0%AE",
+    "%u002e",
+    "a\\b",
+    "'; DROP TABLE verdicts; --",
+    "{job_id}",
+    "${jndi:ldap://x}",
+    "<script>",
+    # valid by the id pattern, odd all the same
+    "a" * 128,
+    "a..b",
+    "a:..:b",
+    "a.",
+    "x@y",
+    "a+-",
+    "1e5",
+    "a:80",
+    "0x10",
+    "A",
+)
+TIMES = (
+    "2026-05-12T09:41:05Z",
+    "2026-05-12T09:41:05",
+    "2026-05-12T09:41:05.409990840Z",
+    "2026-05-12T09:41:05.4099908401234Z",
+    "2026-05-12T09:41:05+14:00",
+    "2026-05-12T09:41:05-23:59",
+    "2026-05-12T09:41:05+24:00",
+    "2026-05-12 09:41:05",
+    "2026-05-12",
+    "2026-05-12T25:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "2026-W20-2",
+    "20260512T094105Z",
+    "0001-01-01T00:00:00Z",
+    "0001-01-01T00:00:00+01:00",
+    "0001-01-01T00:00:00-01:00",
+    "1969-12-31T23:59:59Z",
+    "1970-01-01T00:00:00Z",
+    "1970-01-01T00:00:00.000001Z",
+    "1677-09-21T00:12:43Z",
+    "2199-12-31T23:59:59Z",
+    "2200-01-01T00:00:00Z",
+    "2262-04-11T23:47:16Z",
+    "9999-12-31T23:59:59Z",
+    "9999-12-31T23:59:59-23:59",
+    "9999-12-31T23:59:59+23:59",
+    "10000-01-01T00:00:00Z",
+    "0",
+    "1",
+    "-1",
+    "-62135596800",
+    "1.5",
+    "1e9",
+    "1e300",
+    "inf",
+    "-inf",
+    "nan",
+    "1778086400",
+    "1778086400.5",
+    "1778086400000",
+    "1778086400000000",
+    "1778086400000000000",
+    "17780864000000000000000",
+    "9" * 30,
+    "253402300800",
+    "253402300799",
+    "-253402300800",
+    "",
+    " ",
+    "now",
+    "today",
+    "null",
+    "true",
+    "T",
+    "Z",
+    "2026-05-12T09:41:05ZZ",
+    "%00",
+    "2026-05-12T09:41:05\u00a0",
+)
+NUMBERS = (
+    "0",
+    "1",
+    "-1",
+    "2",
+    "10",
+    "63",
+    "64",
+    "99",
+    "100",
+    "101",
+    "1000",
+    "1001",
+    "86400",
+    "86401",
+    "1000000",
+    "1000001",
+    "2147483648",
+    "9223372036854775808",
+    "1" + "0" * 40,
+    "1.5",
+    "1e3",
+    "0x10",
+    "",
+    "abc",
+    "-0",
+    "+5",
+    " 5",
+    "5 ",
+    "\u0661",
+    "NaN",
+    "true",
+)
+BOOLS = ("true", "false", "1", "0", "yes", "no", "on", "off", "True", "FALSE", "", "2", "null")
+STATES = ("stalled", "slow", "healthy", "unknown", "STALLED", "", "dead", "stalled,slow")
+UNKNOWN_PARAMS = ("stat", "x", "", "since[]", "limit ", "LIMIT", "a" * 300, "%00", "token", "q")
+
+
+@dataclass
+class Spec:
+    """The declared operations of the OpenAPI document, keyed by template then method."""
+
+    ops: dict[str, dict[str, dict[str, Any]]]
+    patterns: list[tuple[re.Pattern[str], str]]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> Spec:
+        ops: dict[str, dict[str, dict[str, Any]]] = {}
+        patterns: list[tuple[re.Pattern[str], str]] = []
+        for template, item in doc["paths"].items():
+            methods = {m.upper(): op for m, op in item.items() if m.upper() in STANDARD_METHODS}
+            ops[template] = methods
+            params = {
+                p["name"]: p.get("schema", {})
+                for op in methods.values()
+                for p in op.get("parameters", [])
+                if p.get("in") == "path"
+            }
+
+            def piece(m: re.Match[str], params: dict[str, Any] = params) -> str:
+                pattern = str(params.get(m.group(1), {}).get("pattern", ""))
+                return "(.+)" if "/" in pattern else "([^/]+)"
+
+            regex = re.sub(r"\\\{([^}]+)\\\}", piece, re.escape(template))
+            patterns.append((re.compile(f"^{regex}$"), template))
+        # Templates without parameters first, as the router tries them.
+        patterns.sort(key=lambda p: "{" in p[1])
+        return cls(ops, patterns)
+
+    def match(self, path: str) -> str | None:
+        return next((t for pattern, t in self.patterns if pattern.match(path)), None)
+
+
+@dataclass
+class Req:
+    index: int
+    method: str
+    path: str  # as sent, percent-encoding included
+    query: str
+    token: str  # read, admin, victim, expired, none, or a malformed kind
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+    body: bytes = b""
+
+
+@dataclass
+class World:
+    """What the generator draws real ids from."""
+
+    jobs: list[str]
+    links: list[str]
+    nodes: list[str]
+    devices: list[str]
+
+
+def _enc(rng: random.Random, value: str) -> str:
+    """An id as a client may put it in a path: raw, percent-encoded, or wholly encoded."""
+    roll = rng.random()
+    if roll < 0.5:
+        return value
+    if roll < 0.8:
+        return quote(value, safe="")
+    return "".join(f"%{b:02X}" for b in value.encode())
+
+
+def _id(rng: random.Random, real: Sequence[str]) -> str:
+    roll = rng.random()
+    if roll < 0.45 and real:
+        return rng.choice(real)
+    if roll < 0.6 and real:
+        base = rng.choice(real)
+        return rng.choice(
+            (base + "x", base[:-1], base.upper(), base + "/", base + "%2F", " " + base)
+        )
+    return rng.choice(PATH_LIKE_IDS)
+
+
+def _value(rng: random.Random, name: str, world: World) -> str:
+    if name in ("since", "until", "at"):
+        return rng.choice(TIMES)
+    if name == "state":
+        return rng.choice(STATES)
+    if name == "quarantined":
+        return rng.choice(BOOLS)
+    if name == "metric":
+        return rng.choice(
+            ("in_errors", "in_fcs_errors", "pfc_rx_pause", "in_octets", "oper_status", "", "x")
+        )
+    if name == "job":
+        return _id(rng, world.jobs)
+    if name == "device":
+        return _id(rng, world.devices)
+    if name == "step_s":
+        return rng.choice((*NUMBERS, "60", "3600"))
+    return rng.choice(NUMBERS)
+
+
+QUERY_NAMES = ("since", "until", "at", "limit", "offset", "state", "metric", "step", "rail")
+QUERY_NAMES_MORE = ("job", "device", "quarantined", "metrics")
+
+
+def _query(rng: random.Random, params: Sequence[str], world: World) -> str:
+    parts: list[str] = []
+    for name in params:
+        if rng.random() < 0.5:
+            parts.append(f"{name}={quote(_value(rng, name, world), safe='')}")
+            if rng.random() < 0.05:  # the same parameter twice
+                parts.append(f"{name}={quote(_value(rng, name, world), safe='')}")
+    if rng.random() < 0.1:
+        name = rng.choice((*UNKNOWN_PARAMS, *QUERY_NAMES, *QUERY_NAMES_MORE))
+        parts.append(f"{quote(name, safe='')}={quote(rng.choice(NUMBERS), safe='')}")
+    if rng.random() < 0.02:
+        parts.append(rng.choice(("&", "=", "==", "a=b=c", "%", "x", "since", "&&&")))
+    rng.shuffle(parts)
+    return "&".join(parts)
+
+
+def _token_kind(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.45:
+        return "read"
+    if roll < 0.55:
+        return "admin"
+    if roll < 0.6:
+        return "victim"
+    if roll < 0.63:
+        return "expired"
+    if roll < 0.78:
+        return "none"
+    return rng.choice(
+        (
+            "bad:random",
+            "bad:scheme-only",
+            "bad:basic",
+            "bad:no-scheme",
+            "bad:suffix",
+            "bad:prefix",
+            "bad:truncated",
+            "bad:other-secret",
+            "bad:lowercase-scheme",
+            "bad:double-space",
+            "bad:long",
+            "bad:latin1",
+            "bad:two-headers",
+            "bad:empty",
+            "bad:tab",
+        )
+    )
+
+
+def generate(rng: random.Random, index: int, spec: Spec, world: World) -> Req:
+    roll = rng.random()
+    if roll < 0.78:
+        method = "GET"
+    elif roll < 0.84:
+        method = rng.choice(STANDARD_METHODS)
+    else:
+        method = rng.choice(INVENTED_METHODS if rng.random() < 0.5 else RANDOM_METHODS)
+    target = rng.random()
+    if target < 0.8:
+        template = rng.choice(list(spec.ops))
+        if template == "/metrics" and rng.random() > METRICS_SHARE:
+            template = rng.choice([t for t in spec.ops if t != "/metrics"])
+        path = _fill(rng, template, world)
+        ops = spec.ops[template]
+        params = sorted(
+            {
+                p["name"]
+                for op in ops.values()
+                for p in op.get("parameters", [])
+                if p["in"] == "query"
+            }
+        )
+        if method == "DELETE" and template.startswith("/v1/tokens/"):
+            pass
+        elif "DELETE" in ops and rng.random() < 0.5:
+            method = "DELETE"
+    elif target < 0.9:
+        page = rng.choice(PAGES)
+        path = (
+            page.replace("{job}", _enc(rng, _id(rng, world.jobs)))
+            .replace("{link}", _enc(rng, _id(rng, world.links)))
+            .replace("{node}", _enc(rng, _id(rng, world.nodes)))
+        )
+        params = ["at", "device"]
+    else:
+        path = rng.choice(OTHER_PATHS)
+        params = list(QUERY_NAMES[:3])
+    if rng.random() < 0.005:
+        path = "/v1/jobs/" + "a" * rng.choice((2000, 20_000)) + "/verdict"
+    req = Req(index, method, path, _query(rng, params, world), _token_kind(rng))
+    if rng.random() < 0.05:
+        req.headers.append(("X-Long", b"x" * rng.choice((1024, 16_384, 65_536))))
+    if rng.random() < 0.02:
+        req.headers += [(f"X-Many-{i}", b"1") for i in range(rng.choice((50, 200)))]
+    if rng.random() < 0.05:
+        req.headers.append(
+            rng.choice(
+                (
+                    ("Origin", b"https://evil.example"),
+                    ("Accept", b"application/xml"),
+                    ("Accept", b"*/*;q=abc"),
+                    ("Content-Type", b"application/json"),
+                    ("Content-Type", b"multipart/form-data; boundary="),
+                    ("Accept-Encoding", b"gzip, br, zstd"),
+                    ("Range", b"bytes=0-10"),
+                    ("Range", b"bytes=999999999-"),
+                    ("If-None-Match", b'"x"'),
+                    ("X-Forwarded-For", b"1.2.3.4, <script>"),
+                    ("Cookie", b"token=x"),
+                    ("Host", b"evil.example"),
+                    ("User-Agent", "\u00e9\u00e8".encode("latin-1")),
+                    ("Transfer-Encoding", b"chunked"),
+                )
+            )
+        )
+    if method not in ("GET", "HEAD") and rng.random() < 0.5:
+        req.body = rng.choice((b"{}", b'{"a": 1}', b"\x00\xff" * 100, b"x" * 100_000, b"[" * 5000))
+    return req
+
+
+def _fill(rng: random.Random, template: str, world: World) -> str:
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name == "job_id":
+            return _enc(rng, _id(rng, world.jobs))
+        if name == "link_id":
+            return _enc(rng, _id(rng, world.links)) if rng.random() < 0.7 else _id(rng, world.links)
+        if name == "name":
+            return _enc(rng, _id(rng, world.nodes))
+        if name == "token_id":
+            return rng.choice(("0123456789ab", "ffffffffffff", "0" * 12, "xyz", "", "0" * 13))
+        return _enc(rng, rng.choice(PATH_LIKE_IDS))
+
+    return re.sub(r"\{([^}]+)\}", one, template)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tokens:
+    read: str
+    admin: str
+    victim: str
+    victim_id: str
+    expired: str
+    revoked: bool = False
+
+    def header(self, kind: str) -> list[tuple[str, bytes]]:
+        """The Authorization header(s) of a token kind."""
+        valid = self.read
+        table: dict[str, list[bytes]] = {
+            "read": [b"Bearer " + self.read.encode()],
+            "admin": [b"Bearer " + self.admin.encode()],
+            "victim": [b"Bearer " + self.victim.encode()],
+            "expired": [b"Bearer " + self.expired.encode()],
+            "none": [],
+            "bad:random": [b"Bearer rt_0123456789ab_" + b"A" * 43],
+            "bad:scheme-only": [b"Bearer"],
+            "bad:basic": [b"Basic dXNlcjpwYXNz"],
+            "bad:no-scheme": [valid.encode()],
+            "bad:suffix": [b"Bearer " + valid.encode() + b"x"],
+            "bad:prefix": [b"Bearer x" + valid.encode()],
+            "bad:truncated": [b"Bearer " + valid[:-1].encode()],
+            "bad:other-secret": [b"Bearer " + valid.rsplit("_", 1)[0].encode() + b"_" + b"B" * 43],
+            "bad:lowercase-scheme": [b"bearer " + valid.encode()],
+            "bad:double-space": [b"Bearer  " + valid.encode()],
+            "bad:long": [b"Bearer " + b"t" * 100_000],
+            "bad:latin1": [b"Bearer \xe9\xe8" + valid.encode()],
+            "bad:two-headers": [b"Bearer nonsense", b"Bearer " + valid.encode()],
+            "bad:empty": [b""],
+            "bad:tab": [b"Bearer\t" + valid.encode()],
+        }
+        return [("Authorization", v) for v in table[kind]]
+
+    def valid(self, kind: str) -> set[Scope]:
+        """The scopes a request of this kind holds: those of the live token it carries, if it
+        carries one. A live token sent with odd whitespace, a lower-case scheme, no scheme or
+        beside a second header is still that token: an API accepting it lets nobody in who
+        does not hold it. The other kinds carry no live token and must be refused."""
+        if kind in LENIENT or kind == "read":
+            return {Scope.READ}
+        if kind == "admin":
+            return {Scope.READ, Scope.ADMIN}
+        if kind == "victim" and not self.revoked:
+            return {Scope.READ}
+        return set()
+
+
+LENIENT = frozenset(
+    ("bad:lowercase-scheme", "bad:double-space", "bad:tab", "bad:no-scheme", "bad:two-headers")
+)
+
+
+def check(
+    req: Req, resp: httpx.Response, spec: Spec, tokens: Tokens, decoded_path: str
+) -> list[str]:
+    problems: list[str] = []
+    status = resp.status_code
+    if status >= 500:
+        problems.append(f"server error {status}")
+    template = spec.match(decoded_path)
+    if template is None:
+        return problems  # pages, static files and unknown paths: only no 5xx is asked
+    ops = spec.ops[template]
+    op = ops.get(req.method) or (ops.get("GET") if req.method == "HEAD" else None)
+    if op is None:
+        if status != 405:
+            problems.append(
+                f"{req.method} is not an operation of {template}: got {status}, not 405"
+            )
+        return problems
+    declared = {int(k) for k in op.get("responses", {}) if k.isdigit()}
+    if req.method not in ops:
+        declared.add(405)  # HEAD on a GET route: answered as GET, or refused
+    if status not in declared:
+        problems.append(
+            f"status {status} not declared for {req.method} {template} {sorted(declared)}"
+        )
+    needs = _scopes_needed(op)
+    if needs and 200 <= status < 300:
+        held = tokens.valid(req.token)
+        if not held:
+            problems.append(f"unauthenticated {status} on {req.method} {template} ({req.token})")
+        elif not needs <= held:
+            problems.append(f"{req.token} token got {status} on admin route {template}")
+    return problems
+
+
+def _scopes_needed(op: dict[str, Any]) -> set[Scope]:
+    if not op.get("security"):
+        return set()
+    tags = set(op.get("tags", []))
+    return {Scope.READ, Scope.ADMIN} if "tokens" in tags else {Scope.READ}
+
+
+async def send(
+    client: httpx.AsyncClient, req: Req, tokens: Tokens, timeout: float
+) -> httpx.Response:
+    url = req.path + ("?" + req.query if req.query else "")
+    headers = [(k.encode(), v) for k, v in [*tokens.header(req.token), *req.headers]]
+    request = client.build_request(req.method, url, content=req.body or None)
+    request.headers = httpx.Headers([*request.headers.raw, *headers])
+    try:
+        return await asyncio.wait_for(client.send(request), timeout)
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        # The app raised: Starlette's ServerErrorMiddleware has answered 500 by then (what a
+        # server sends the client), and re-raised it, which the ASGI transport passes on.
+        raise AppError(exc) from exc
+
+
+class AppError(Exception):
+    """An exception the app raised through the ASGI transport: a 500 to the client."""
+
+    def __init__(self, exc: Exception) -> None:
+        frames = traceback.extract_tb(exc.__traceback__)
+        mine = [f for f in frames if "/railtrace/" in f.filename or "/api/" in f.filename]
+        last = (mine or frames)[-1] if frames else None
+        at = "?" if last is None else f"{Path(last.filename).name}:{last.lineno}"
+        super().__init__(f"{type(exc).__name__} at {at}: {exc}")
+        self.kind = f"{type(exc).__name__} at {at}"
+
+
+def decoded(resp: httpx.Response) -> str:
+    """The path the app routed on: what the ASGI transport put in the scope."""
+    from urllib.parse import unquote
+
+    return unquote(resp.request.url.path)
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class Figures:
+    requests: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    problems: Counter[str] = field(default_factory=Counter)
+    failing: int = 0
+    first: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    slowest: float = 0.0
+    route_s: dict[str, float] = field(default_factory=dict)
+    route_n: Counter[str] = field(default_factory=Counter)
+
+    def add(
+        self,
+        spec: Spec,
+        req: Req,
+        resp: httpx.Response | None,
+        problems: list[str],
+        elapsed: float,
+    ) -> None:
+        self.requests += 1
+        self.statuses[500 if resp is None else resp.status_code] += 1
+        self.slowest = max(self.slowest, elapsed)
+        where = (spec.match(decoded(resp)) if resp is not None else None) or "(other)"
+        self.route_s[where] = self.route_s.get(where, 0.0) + elapsed
+        self.route_n[where] += 1
+        if problems:
+            self.failing += 1
+        for p in problems:
+            kind = _kind(p)
+            self.problems[kind] += 1
+            self.first.setdefault(kind, req.index)
+
+
+def _kind(problem: str) -> str:
+    """A problem without its particulars, to count and group by."""
+    if problem.startswith("server error 500 ("):
+        return problem.split("):", 1)[0] + ")"
+    return re.sub(r"\s+", " ", re.sub(r"\([^)]*\)|\[[^]]*\]", "", problem)).strip()
+
+
+async def run(args: argparse.Namespace, work: Path) -> int:
+    started = time.perf_counter()
+    cap = work / "cap"
+    write_capture(cap, args.nodes, Fault.LINK_DOWN, args.capture_seed, watchdog_s=120)
+    capture = open_capture(cap)
+    store = ChdbStore(work / "data")
+    try:
+        store.migrate()
+        replay(capture, store)
+        return await _fuzz(args, work, store, capture, started)
+    finally:
+        store.close()
+
+
+async def _fuzz(
+    args: argparse.Namespace, work: Path, store: ChdbStore, capture: Any, started: float
+) -> int:
+    book = TokenBook(work / "tokens.json")
+    read, _ = book.issue("fuzz-read", {Scope.READ})
+    admin, _ = book.issue("fuzz-admin", {Scope.READ, Scope.ADMIN})
+    victim, victim_info = book.issue("fuzz-victim", {Scope.READ})
+    expired, _ = book.issue("fuzz-expired", {Scope.READ}, expires_in=timedelta(seconds=-1))
+    tokens = Tokens(read, admin, victim, victim_info.token_id, expired)
+    app = create_app(store, book, fabric=capture.fabric)
+    transport = httpx.ASGITransport(app=app)
+    world = World(
+        jobs=[j.job_id for j in store.list_jobs(limit=1000)],
+        links=sorted(capture.fabric.links)[:200],
+        nodes=capture.fabric.hosts()[:50],
+        devices=capture.fabric.switches()[:50],
+    )
+    async with httpx.AsyncClient(transport=transport, base_url="http://railtrace.test") as client:
+        doc = (await client.get("/openapi.json")).json()
+        spec = Spec.of(doc)
+        setup_s = time.perf_counter() - started
+        print(
+            f"store: {args.nodes}-node incident replayed, {len(world.jobs)} jobs, "
+            f"{len(capture.fabric.links)} links; {len(spec.ops)} documented paths; "
+            f"set up in {setup_s:.1f} s",
+            flush=True,
+        )
+        if args.index is not None:
+            return await _one(args, client, spec, world, tokens)
+        return await _all(args, client, spec, world, tokens, book)
+
+
+async def _one(
+    args: argparse.Namespace, client: httpx.AsyncClient, spec: Spec, world: World, tokens: Tokens
+) -> int:
+    req = generate(random.Random(f"{args.seed}/api/{args.index}"), args.index, spec, world)
+    resp, problems, _ = await exchange(client, req, spec, tokens, args.request_budget)
+    print(json.dumps(_record(req, resp, problems), indent=2))
+    return 1 if problems else 0
+
+
+def _record(req: Req, resp: httpx.Response | None, problems: list[str]) -> dict[str, Any]:
+    return {
+        "index": req.index,
+        "method": req.method,
+        "target": req.path + ("?" + req.query if req.query else ""),
+        "token": req.token,
+        "headers": [[k, v[:200].decode("latin-1")] for k, v in req.headers][:10],
+        "body": req.body[:200].decode("latin-1"),
+        "status": None if resp is None else resp.status_code,
+        "response": None if resp is None else resp.content[:1000].decode("utf-8", "replace"),
+        "problems": problems,
+    }
+
+
+async def exchange(
+    client: httpx.AsyncClient, req: Req, spec: Spec, tokens: Tokens, budget: float
+) -> tuple[httpx.Response | None, list[str], float]:
+    """Send one request; its response (None if the app raised or hung), problems, seconds."""
+    begun = time.perf_counter()
+    resp: httpx.Response | None = None
+    try:
+        resp = await send(client, req, tokens, budget)
+    except TimeoutError:
+        problems = [f"hang: no answer within {budget} s"]
+    except AppError as exc:
+        problems = [f"server error 500 ({exc.kind}): {str(exc)[:200]}"]
+    else:
+        problems = check(req, resp, spec, tokens, decoded(resp))
+    elapsed = time.perf_counter() - begun
+    if elapsed > budget:
+        problems.append(f"slow: {elapsed:.1f} s over the {budget} s budget")
+    return resp, problems, elapsed
+
+
+async def _all(
+    args: argparse.Namespace,
+    client: httpx.AsyncClient,
+    spec: Spec,
+    world: World,
+    tokens: Tokens,
+    book: TokenBook,
+) -> int:
+    fig = Figures()
+    failures = Path(args.failures) if args.failures else None
+    written: Counter[str] = Counter()
+    out = None
+    if failures is not None:
+        failures.mkdir(parents=True, exist_ok=True)
+        out = (failures / "api-failures.jsonl").open("w")
+    warm_rss = 0.0
+    warm_metrics = 0
+    t0 = time.perf_counter()
+    deadline = t0 + args.time_limit
+    revoke_at = args.requests // 2
+    for index in range(args.requests):
+        if time.perf_counter() > deadline:
+            break
+        if index == revoke_at:
+            revoked = await client.delete(
+                f"/v1/tokens/{tokens.victim_id}",
+                headers={"Authorization": f"Bearer {tokens.admin}"},
+            )
+            tokens.revoked = True
+            if revoked.status_code != 204:
+                fig.problems[f"revoking the victim token answered {revoked.status_code}"] += 1
+        if index == args.warmup:
+            warm_rss = rss_mib()
+            warm_metrics = len((await client.get("/metrics", headers=_bearer(tokens))).content)
+        req = generate(random.Random(f"{args.seed}/api/{index}"), index, spec, world)
+        resp, problems, elapsed = await exchange(client, req, spec, tokens, args.request_budget)
+        fig.add(spec, req, resp, problems, elapsed)
+        for p in problems:
+            kind = _kind(p)
+            if out is not None and written[kind] < args.per_kind:
+                written[kind] += 1
+                out.write(json.dumps(_record(req, resp, problems)) + "\n")
+        if index % 10_000 == 0 and index:
+            print(
+                f"  {index} requests, {fig.failing} failing, RSS {rss_mib():.0f} MiB, "
+                f"{index / (time.perf_counter() - t0):,.0f} requests/s",
+                flush=True,
+            )
+    fig.seconds = time.perf_counter() - t0
+    end_rss = rss_mib()
+    metrics = await client.get("/metrics", headers=_bearer(tokens))
+    bounded = metrics_bounds(metrics.text, spec, fig, warm_metrics)
+    if out is not None:
+        out.close()
+    return report(args, fig, warm_rss, end_rss, len(metrics.content), warm_metrics, bounded)
+
+
+def _bearer(tokens: Tokens) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tokens.read}"}
+
+
+_SERIES = re.compile(r"^railtrace_api_request_seconds_count\{(.*)\}", re.M)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def metrics_bounds(text: str, spec: Spec, fig: Figures, warm_size: int) -> list[str]:
+    """Problems with /metrics: labels outside the route templates and HTTP methods, or a size
+    beyond what that label space allows."""
+    series = [dict(_LABEL.findall(m.group(1))) for m in _SERIES.finditer(text)]
+    routes = {re.sub(r":path}", "}", s.get("route", "")) for s in series}
+    methods = {s.get("method", "") for s in series}
+    statuses = {s.get("status", "") for s in series}
+    allowed_routes = set(spec.ops) | {"unmatched"} | set(PAGES_TEMPLATES) | {"/static"}
+    problems = []
+    odd_routes = sorted(routes - allowed_routes)
+    if odd_routes:
+        problems.append(f"route labels outside the templates: {odd_routes[:5]} ({len(odd_routes)})")
+    odd_methods = sorted(methods - set(STANDARD_METHODS))
+    if len(odd_methods) > 1:  # one "other" bucket would be fine
+        problems.append(
+            f"{len(odd_methods)} method labels beyond HTTP's ({', '.join(odd_methods[:5])}, ...): "
+            "every invented method adds series"
+        )
+    # Histogram series: one per route x method x status, each about 20 lines.
+    per_series = max((len(text) // max(len(series), 1)), 1)
+    bound = len(allowed_routes) * (len(STANDARD_METHODS) + 1) * max(len(statuses), 1) * per_series
+    bound = min(bound, 4 * 1024 * 1024)
+    if len(text) > bound:
+        problems.append(f"/metrics is {len(text):,} bytes, over the {bound:,} its labels allow")
+    fig.problems.update(problems)
+    counts = f"{len(routes)} routes, {len(methods)} methods, {len(statuses)} statuses"
+    return [f"{len(series)} series, {counts}"]
+
+
+PAGES_TEMPLATES = (
+    "/incidents",
+    "/incidents/{job_id}",
+    "/links/{link_id}",
+    "/cabling",
+    "/nodes/{name}",
+    "/openapi.json",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+)
+
+
+def report(
+    args: argparse.Namespace,
+    fig: Figures,
+    warm_rss: float,
+    end_rss: float,
+    metrics_size: int,
+    warm_metrics: int,
+    bounded: list[str],
+) -> int:
+    growth = end_rss - warm_rss
+    if warm_rss and growth > args.rss_growth_mib:
+        fig.problems[f"RSS grew {growth:.0f} MiB after the warm-up"] += 1
+    print()
+    print(
+        f"seed {args.seed}: {fig.requests} requests in {fig.seconds:.1f} s "
+        f"({fig.requests / max(fig.seconds, 1e-9):,.0f}/s), slowest {fig.slowest * 1000:.0f} ms"
+    )
+    print(f"  statuses: {dict(sorted(fig.statuses.items()))}")
+    print(f"  failing requests: {fig.failing}")
+    print(
+        f"  RSS: {warm_rss:.0f} MiB after {args.warmup} requests, {end_rss:.0f} MiB at the end "
+        f"(+{growth:.0f} MiB, bound {args.rss_growth_mib} MiB)"
+    )
+    print(
+        f"  /metrics: {warm_metrics:,} bytes after the warm-up, {metrics_size:,} at the end; "
+        f"{bounded[0]}"
+    )
+    slow = sorted(fig.route_s, key=lambda r: -fig.route_s[r])[:5]
+    mean = {r: fig.route_s[r] / fig.route_n[r] * 1000 for r in slow}
+    print("  time by route: " + ", ".join(f"{r} {fig.route_n[r]} x {mean[r]:.1f} ms" for r in slow))
+    for kind, count in fig.problems.most_common():
+        first = fig.first.get(kind)
+        print(
+            f"  {count:>7} x {kind}" + (f"   (first: --index {first})" if first is not None else "")
+        )
+    short = fig.requests < args.requests
+    if short:
+        print(f"time limit reached after {fig.requests} of {args.requests} requests")
+    if args.failures and fig.problems:
+        print(f"failing requests written to {args.failures}/api-failures.jsonl")
+    return 1 if fig.problems or short else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--time-limit", type=float, default=1800.0, help="seconds for the requests")
+    ap.add_argument("--nodes", type=int, default=16, help="size of the simulated incident")
+    ap.add_argument("--capture-seed", type=int, default=5)
+    ap.add_argument("--failures", help="directory for api-failures.jsonl")
+    ap.add_argument("--per-kind", type=int, default=5, help="requests written per failure kind")
+    ap.add_argument("--warmup", type=int, default=2000, help="requests before RSS is taken")
+    ap.add_argument("--rss-growth-mib", type=float, default=256.0)
+    ap.add_argument("--request-budget", type=float, default=10.0, help="seconds one may take")
+    ap.add_argument("--index", type=int, help="send only this request, and show it")
+    args = ap.parse_args()
+    args.warmup = min(args.warmup, max(args.requests // 10, 1))
+    work = Path(tempfile.mkdtemp(prefix="railtrace-fuzz-api-"))
+    try:
+        return asyncio.run(run(args, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
