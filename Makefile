@@ -1,10 +1,11 @@
-# The two commands of the README: `make demo` and `make test`. Both install what they need
-# into .venv first; `make test` also installs Java, Maven and kcat (Debian) and runs a broker.
+# The commands of the README: `make demo`, `make test` and `make check`. Each installs what it
+# needs into .venv first; `make test` also installs Java, Maven and kcat (Debian) and runs a
+# broker; `make check` needs nothing else.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py proto/*.proto | sha1sum | cut -c1-12)
 
-.PHONY: install system-deps demo test lint typecheck wheel-check pytest clean
+.PHONY: install system-deps demo test check lint typecheck wheel-check pytest clean
 
 $(STAMP):
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -47,6 +48,12 @@ pytest: install system-deps
 	$(VENV)/bin/pytest -q; rc=$$?; deploy/kafka/kafka.sh stop; exit $$rc
 
 test: lint typecheck wheel-check pytest
+
+# The fast tier, under two minutes: lint, types and the core tests (pytest -m core: pure, no
+# process, socket, chDB store or service; tests/conftest.py gives the markers and fails a core
+# test that reaches for one). The five slowest are shown, so a test that slows the tier shows.
+check: lint typecheck
+	$(VENV)/bin/pytest -q -m core --durations=5
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info railtrace-demo
