@@ -81,7 +81,12 @@ def test_collect_logs_follows_a_job_log_onto_the_raw_topic_and_stops_cleanly(
         start_new_session=True,
     )
     try:
-        time.sleep(1.0)
+        # Append only once the first line is on the topic: the collector is then following
+        # the file, and the rest must reach the topic by being followed, not read at start.
+        deadline = time.monotonic() + 60
+        while not asyncio.run(read_topic(f"{prefix}.raw.logs.v1")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.poll()
+            time.sleep(0.2)
         with log_file.open("a") as f:
             f.write("\n".join(LINES[1:]) + "\n")
         deadline = time.monotonic() + 60

@@ -149,7 +149,9 @@ def test_a_followed_file_and_a_restart_neither_repeat_nor_forget(tmp_path: Path)
         s = XidScraper(cfg, out)
         task = asyncio.create_task(s.run())
         await until(lambda: len(out.messages) == 3, "the third Xid 13")
-        await asyncio.sleep(0.1)
+        # Not a pause for more to show up: the scraper has read all three lines, and a line
+        # is done with (its message emitted) before the next is read.
+        await until(lambda: s.stats.lines == 3, "every line of the file")
         await stop(task)
         assert s.stats.repeats == 2
 

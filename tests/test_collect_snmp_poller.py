@@ -115,15 +115,26 @@ def test_bad_targets_are_counted_and_logged_while_the_good_one_keeps_its_interva
     collected = Collected()
     poller = SnmpPoller([good, wrong_community, nobody_there], collected)
 
-    async def run_for(seconds: float) -> None:
+    def enough() -> bool:
+        good_polls = sum(orjson.loads(m.value)["device"] == "good" for m in collected.on("snmp"))
+        bad = (poller.stats[t.name].failures for t in (wrong_community, nobody_there))
+        return good_polls >= 5 and all(f >= 2 for f in bad)
+
+    async def run_until_enough(timeout: float = 60) -> None:
+        # Until each target has done what is checked below, not for a fixed time: a loaded
+        # machine polls fewer times in 1.5 s than an idle one.
         task = asyncio.create_task(poller.run())
-        await asyncio.sleep(seconds)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not enough():
+            assert not task.done(), task
+            assert asyncio.get_running_loop().time() < deadline, poller.stats
+            await asyncio.sleep(0.05)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     with caplog.at_level(logging.WARNING, logger="railtrace.collectors.snmp.poller"):
-        asyncio.run(run_for(1.5))
+        asyncio.run(run_until_enough())
 
     devices = [orjson.loads(m.value)["device"] for m in collected.on("snmp")]
     # The bad targets each wait 0.5 s per poll; the good one polls every 0.2 s regardless.
