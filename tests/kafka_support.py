@@ -41,7 +41,8 @@ RAILTRACE = str(Path(sys.executable).with_name("railtrace"))
 def broker_answers(bootstrap: str = BOOTSTRAP) -> bool:
     host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=2) as s:
+        # A broker busy on a loaded machine may take seconds to answer: that is not "none".
+        with socket.create_connection((host, int(port)), timeout=10) as s:
             body = struct.pack(">hhih", 18, 0, 1, 5) + b"probe"
             s.sendall(struct.pack(">i", len(body)) + body)
             return len(s.recv(4)) == 4

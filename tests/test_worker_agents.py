@@ -52,7 +52,7 @@ NODES = 16
 SEED = 5
 WATCHDOG_S = 120
 LINES_PER_MESSAGE = 40  # several messages per file, so batches hold more than one
-WAIT_S = 10.0
+WAIT_S = 60.0  # a deadline, not a duration: what is waited for takes far less
 
 
 # -- the stand-in producer ---------------------------------------------------------------------
