@@ -23,6 +23,7 @@ reached by a test without its marker fails (gates.check_marked). Explicit marker
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import threading
@@ -103,7 +104,12 @@ GATE_CALLS = (gates.require,)
 
 
 def _in_tests(path: str | None) -> bool:
-    return path is not None and Path(path).resolve().is_relative_to(TESTS)
+    return path is not None and _file_in_tests(path)
+
+
+@functools.cache
+def _file_in_tests(path: str) -> bool:
+    return Path(path).resolve().is_relative_to(TESTS)
 
 
 def _module_marker(name: str) -> str | None:
@@ -211,16 +217,32 @@ def _fixture_functions(item: pytest.Function) -> Iterable[Callable[..., Any]]:
             yield fixturedef.func
 
 
+#: id(root) -> (root, the markers it implies): parametrized tests and shared fixtures are
+#: read once (the root is kept so that its id is not reused).
+_READ: dict[int, tuple[object, dict[str, str]]] = {}
+
+
+def _read(root: object) -> dict[str, str]:
+    if id(root) not in _READ:
+        reach = Reach()
+        reach.obj(root)
+        _READ[id(root)] = (root, reach.markers)
+    return _READ[id(root)][1]
+
+
 def classify(item: pytest.Item) -> dict[str, str]:
     """The markers `item` implies, each with where it was found."""
-    reach = Reach()
+    found: dict[str, str] = {}
     if isinstance(item, pytest.Function):
-        reach.obj(item.obj)
-        for fixture in _fixture_functions(item):
-            reach.obj(fixture)
+        roots: list[object] = [item.obj, *_fixture_functions(item)]
+        if item.cls is not None:  # `self.helper()`: every method of the test's class
+            roots.append(item.cls)
+        for root in roots:
+            for marker, where in _read(getattr(root, "__func__", root)).items():
+                found.setdefault(marker, where)
     if E2E_MODULE.fullmatch(item.path.name):
-        reach.markers.setdefault("e2e", f"{item.path.name} is an end-to-end module")
-    return reach.markers
+        found.setdefault("e2e", f"{item.path.name} is an end-to-end module")
+    return found
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -278,9 +300,9 @@ class CoreTierError(RuntimeError):
 
 
 class Guard:
-    """Armed around each phase of a core test. A forbidden event from the test's thread, or a
-    thread started during the test, is recorded and refused (threads left running by earlier
-    tests are not the core test's doing and are let be)."""
+    """Armed around the setup and call of a core test. A forbidden event from the test's
+    thread, or a thread started during the test, is recorded and refused (threads left running
+    by earlier tests are not the core test's doing and are let be)."""
 
     def __init__(self) -> None:
         self.armed = False
@@ -368,8 +390,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, Any, Any]:
+    # Not guarded: the last test of a module also tears down the module's fixtures, which may
+    # be other tiers' (a server of the module's integration tests, stopped after a core test).
     gates.current = item
     try:
-        return (yield from _guarded(item))
+        return (yield)
     finally:
         gates.current = None
