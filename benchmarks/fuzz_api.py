@@ -689,10 +689,13 @@ def _kind(problem: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\([^)]*\)|\[[^]]*\]", "", problem)).strip()
 
 
-async def run(args: argparse.Namespace, work: Path) -> int:
+async def run(args: argparse.Namespace, work: Path) -> Outcome:
+    """Replay the incident into a fresh store under `work`, serve it, send the requests."""
     started = time.perf_counter()
     cap = work / "cap"
-    write_capture(cap, args.nodes, Fault.LINK_DOWN, args.capture_seed, watchdog_s=120)
+    write_capture(
+        cap, args.nodes, Fault.LINK_DOWN, args.capture_seed, watchdog_s=120, sample_s=args.sample_s
+    )
     capture = open_capture(cap)
     store = ChdbStore(work / "data")
     try:
@@ -705,7 +708,7 @@ async def run(args: argparse.Namespace, work: Path) -> int:
 
 async def _fuzz(
     args: argparse.Namespace, work: Path, store: ChdbStore, capture: Any, started: float
-) -> int:
+) -> Outcome:
     book = TokenBook(work / "tokens.json")
     read, _ = book.issue("fuzz-read", {Scope.READ})
     admin, _ = book.issue("fuzz-admin", {Scope.READ, Scope.ADMIN})
@@ -732,16 +735,18 @@ async def _fuzz(
         )
         if args.index is not None:
             return await _one(args, client, spec, world, tokens)
-        return await _all(args, client, spec, world, tokens, book)
+        return await _all(args, client, spec, world, tokens)
 
 
 async def _one(
     args: argparse.Namespace, client: httpx.AsyncClient, spec: Spec, world: World, tokens: Tokens
-) -> int:
+) -> Outcome:
     req = generate(random.Random(f"{args.seed}/api/{args.index}"), args.index, spec, world)
-    resp, problems, _ = await exchange(client, req, spec, tokens, args.request_budget)
+    resp, problems, elapsed = await exchange(client, req, spec, tokens, args.request_budget)
     print(json.dumps(_record(req, resp, problems), indent=2))
-    return 1 if problems else 0
+    fig = Figures()
+    fig.add(spec, req, resp, problems, elapsed)
+    return Outcome(fig)
 
 
 def _record(req: Req, resp: httpx.Response | None, problems: list[str]) -> dict[str, Any]:
@@ -784,8 +789,7 @@ async def _all(
     spec: Spec,
     world: World,
     tokens: Tokens,
-    book: TokenBook,
-) -> int:
+) -> Outcome:
     fig = Figures()
     failures = Path(args.failures) if args.failures else None
     written: Counter[str] = Counter()
@@ -829,10 +833,26 @@ async def _all(
     fig.seconds = time.perf_counter() - t0
     end_rss = rss_mib()
     metrics = await client.get("/metrics", headers=_bearer(tokens))
-    bounded = metrics_bounds(metrics.text, spec, fig, warm_metrics)
+    bounded = metrics_bounds(metrics.text, spec, fig)
     if out is not None:
         out.close()
-    return report(args, fig, warm_rss, end_rss, len(metrics.content), warm_metrics, bounded)
+    growth = end_rss - warm_rss
+    if warm_rss and growth > args.rss_growth_mib:
+        fig.problems[f"RSS grew {growth:.0f} MiB after the warm-up"] += 1
+    return Outcome(fig, warm_rss, end_rss, warm_metrics, len(metrics.content), bounded)
+
+
+@dataclass
+class Outcome:
+    """A run's figures and what was measured at its end."""
+
+    fig: Figures
+    warm_rss: float = 0.0
+    end_rss: float = 0.0
+    warm_metrics: int = 0
+    metrics_size: int = 0
+    labels: str = ""
+    args: argparse.Namespace = field(default_factory=argparse.Namespace)
 
 
 def _bearer(tokens: Tokens) -> dict[str, str]:
@@ -843,7 +863,7 @@ _SERIES = re.compile(r"^railtrace_api_request_seconds_count\{(.*)\}", re.M)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def metrics_bounds(text: str, spec: Spec, fig: Figures, warm_size: int) -> list[str]:
+def metrics_bounds(text: str, spec: Spec, fig: Figures) -> str:
     """Problems with /metrics: labels outside the route templates and HTTP methods, or a size
     beyond what that label space allows."""
     series = [dict(_LABEL.findall(m.group(1))) for m in _SERIES.finditer(text)]
@@ -869,7 +889,7 @@ def metrics_bounds(text: str, spec: Spec, fig: Figures, warm_size: int) -> list[
         problems.append(f"/metrics is {len(text):,} bytes, over the {bound:,} its labels allow")
     fig.problems.update(problems)
     counts = f"{len(routes)} routes, {len(methods)} methods, {len(statuses)} statuses"
-    return [f"{len(series)} series, {counts}"]
+    return f"{len(series)} series, {counts}"
 
 
 PAGES_TEMPLATES = (
@@ -885,18 +905,9 @@ PAGES_TEMPLATES = (
 )
 
 
-def report(
-    args: argparse.Namespace,
-    fig: Figures,
-    warm_rss: float,
-    end_rss: float,
-    metrics_size: int,
-    warm_metrics: int,
-    bounded: list[str],
-) -> int:
-    growth = end_rss - warm_rss
-    if warm_rss and growth > args.rss_growth_mib:
-        fig.problems[f"RSS grew {growth:.0f} MiB after the warm-up"] += 1
+def report(args: argparse.Namespace, outcome: Outcome) -> int:
+    fig = outcome.fig
+    growth = outcome.end_rss - outcome.warm_rss
     print()
     print(
         f"seed {args.seed}: {fig.requests} requests in {fig.seconds:.1f} s "
@@ -905,12 +916,12 @@ def report(
     print(f"  statuses: {dict(sorted(fig.statuses.items()))}")
     print(f"  failing requests: {fig.failing}")
     print(
-        f"  RSS: {warm_rss:.0f} MiB after {args.warmup} requests, {end_rss:.0f} MiB at the end "
-        f"(+{growth:.0f} MiB, bound {args.rss_growth_mib} MiB)"
+        f"  RSS: {outcome.warm_rss:.0f} MiB after {args.warmup} requests, "
+        f"{outcome.end_rss:.0f} MiB at the end (+{growth:.0f} MiB, bound {args.rss_growth_mib} MiB)"
     )
     print(
-        f"  /metrics: {warm_metrics:,} bytes after the warm-up, {metrics_size:,} at the end; "
-        f"{bounded[0]}"
+        f"  /metrics: {outcome.warm_metrics:,} bytes after the warm-up, "
+        f"{outcome.metrics_size:,} at the end; {outcome.labels}"
     )
     slow = sorted(fig.route_s, key=lambda r: -fig.route_s[r])[:5]
     mean = {r: fig.route_s[r] / fig.route_n[r] * 1000 for r in slow}
@@ -928,7 +939,7 @@ def report(
     return 1 if fig.problems or short else 0
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--requests", type=int, default=100_000)
@@ -941,13 +952,28 @@ def main() -> int:
     ap.add_argument("--rss-growth-mib", type=float, default=256.0)
     ap.add_argument("--request-budget", type=float, default=10.0, help="seconds one may take")
     ap.add_argument("--index", type=int, help="send only this request, and show it")
-    args = ap.parse_args()
+    ap.add_argument("--sample-s", type=int, default=10, help="the incident's telemetry interval")
+    return ap
+
+
+def fuzz(argv: Sequence[str]) -> Outcome:
+    """One run with these command-line arguments, in a temporary directory."""
+    args = parser().parse_args(argv)
     args.warmup = min(args.warmup, max(args.requests // 10, 1))
     work = Path(tempfile.mkdtemp(prefix="railtrace-fuzz-api-"))
     try:
-        return asyncio.run(run(args, work))
+        outcome = asyncio.run(run(args, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    outcome.args = args
+    return outcome
+
+
+def main() -> int:
+    outcome = fuzz(sys.argv[1:])
+    if outcome.args.index is not None:
+        return 1 if outcome.fig.problems else 0
+    return report(outcome.args, outcome)
 
 
 if __name__ == "__main__":

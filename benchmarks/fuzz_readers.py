@@ -89,7 +89,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 READERS = ("cables", "hosts", "gnmi", "gnmi-message", "logs", "replay")
 #: Source directories whose frames name where a crash happened.
-PRODUCT_DIRS = tuple(str(ROOT / d) for d in ("railtrace", "streams", "topology", "api"))
+PRODUCT_DIRS = ("railtrace", "streams", "topology", "api")
 
 
 class InputTimeout(BaseException):
@@ -149,13 +149,22 @@ class Result:
         return None
 
 
+def _product_file(filename: str) -> str | None:
+    """`streams/telemetry/gnmic.py` for a frame in railtrace's own code, else None."""
+    path = Path(filename).resolve()
+    for part in PRODUCT_DIRS:
+        if path.is_relative_to(ROOT / part):
+            return str(path.relative_to(ROOT))
+    return None
+
+
 def _where_raised(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if f.filename.startswith(PRODUCT_DIRS)]
-    last = (mine or frames)[-1] if frames else None
-    if last is None:
-        return "?"
-    return f"{Path(last.filename).relative_to(ROOT) if last.filename.startswith(str(ROOT)) else last.filename}:{last.lineno}"  # noqa: E501
+    mine = [(f, name) for f in frames if (name := _product_file(f.filename)) is not None]
+    if mine:
+        frame, name = mine[-1]
+        return f"{name}:{frame.lineno}"
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
 def crash_of(exc: BaseException) -> tuple[str, BaseException]:
@@ -892,7 +901,7 @@ def _csv_line(fields: Sequence[str]) -> bytes:
 
 def csv_cause(text: str, errors: Sequence[str], variant: str) -> str:
     """Why good rows went missing, in words that group the failures."""
-    if variant == "dup-other":
+    if variant in ("dup-same", "dup-other"):
         return "a column named twice in the header"
     for e in errors:
         if "unreadable CSV" in e:
@@ -1097,8 +1106,8 @@ class CsvReader:
             if got or not any("missing column" in e for e in errors):
                 res.lost.append(f"header without a required column | not refused | {errors[:2]}")
             return res
-        if variant == "dup-other":
-            # A column named twice with different values is ambiguous: refusing the header
+        if variant in ("dup-same", "dup-other"):
+            # A column named twice is ambiguous (the values may differ): refusing the header
             # with a reason that names the column is as good as reading it as intended.
             name = case.ctx["dup_column"]
             if any(name in e and _names_repeat(e) for e in errors):
@@ -1729,7 +1738,9 @@ class Harness:
 
     def run(self, case: Case) -> tuple[Result, float]:
         reader = self.readers[case.reader]
-        signal.setitimer(signal.ITIMER_REAL, self.args.hang_limit)
+        alarm = self.args.hang_limit > 0  # off under a test runner that owns SIGALRM
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, self.args.hang_limit)
         started = time.perf_counter()
         try:
             result: Result = reader.run(case)
@@ -1737,7 +1748,8 @@ class Harness:
             result = Result(crash=f"hang: stopped after {self.args.hang_limit} s", exc=exc)
             result.hang = True
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
         elapsed = time.perf_counter() - started
         if result.crash is None and elapsed > self.args.input_budget:
             result.crash = f"hang: {elapsed:.2f} s over the {self.args.input_budget} s budget"
@@ -1890,7 +1902,7 @@ def fuzz(h: Harness, reader: str, inputs: int, deadline: float) -> Tally:
     return tally
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--inputs", type=int, default=100_000, help="inputs per reader")
@@ -1899,18 +1911,34 @@ def main() -> int:
     ap.add_argument("--failures", help="directory for failing inputs (reduced) and their notes")
     ap.add_argument("--per-signature", type=int, default=3, help="inputs written per failure kind")
     ap.add_argument("--input-budget", type=float, default=2.0, help="seconds one input may take")
-    ap.add_argument("--hang-limit", type=float, default=20.0, help="seconds before one is stopped")
     ap.add_argument("--capture-seed", type=int, default=1, help="the simulated incident's seed")
     ap.add_argument("--index", type=int, help="run only this input, and show it")
+    ap.add_argument(
+        "--hang-limit",
+        type=float,
+        default=20.0,
+        help="seconds before one input is stopped by SIGALRM (0: no alarm)",
+    )
+    return ap
+
+
+def work_dir() -> Path:
+    """A scratch directory, in memory where the machine has /dev/shm (replay inputs are
+    written as capture directories)."""
+    shm = Path("/dev/shm")
+    return Path(tempfile.mkdtemp(prefix="railtrace-fuzz-", dir=shm if shm.is_dir() else None))
+
+
+def main() -> int:
+    ap = parser()
     args = ap.parse_args()
     readers = [r.strip() for r in args.readers.split(",") if r.strip()]
     unknown = set(readers) - set(READERS)
     if unknown:
         ap.error(f"unknown readers {sorted(unknown)}; choose from {', '.join(READERS)}")
-    signal.signal(signal.SIGALRM, _alarm)
-    sys.setrecursionlimit(1000)  # Python's default, whatever a caller set before
-    shm = Path("/dev/shm")
-    work = Path(tempfile.mkdtemp(prefix="railtrace-fuzz-", dir=shm if shm.is_dir() else None))
+    if args.hang_limit > 0:
+        signal.signal(signal.SIGALRM, _alarm)
+    work = work_dir()
     try:
         t = time.perf_counter()
         corpus = build_corpus(work, args.capture_seed)
