@@ -329,3 +329,53 @@ def test_hang_evidence_arriving_out_of_order_gives_the_verdict_time_order_gives(
     (want,), (got,) = in_order.verdicts(), streamed.verdicts()
     assert [e.subject for e in got.evidence] == [e.subject for e in want.evidence]
     assert got == want
+
+
+def test_counter_resets_however_many_are_no_evidence(design):
+    """A switch whose counters run backwards reports resets on every port the job uses: a
+    reset says nothing about a link, and hundreds of them must not name one."""
+    corr = Correlator(_fabric(design))
+    stall = T0 + 400 * S
+    uplink = None
+    records = [*_job_facts()]
+    _feed(corr, records)
+    uplink = _uplink_of(corr)
+    leaf, port = uplink.split("--")[0].split(":")
+    resets = [
+        LinkEvent(T0 + t * S, leaf, port, LinkEventKind.COUNTER_RESET, 0.0, "reset", f"c{n}")
+        for t in range(100, 460, 10)
+        for n in range(6)
+    ]
+    _feed(corr, [*resets, _timeout(stall + 600 * S, ran_for_s=600)])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert v.cause_kind == CauseKind.UNKNOWN and v.candidates == ()
+
+
+def test_many_faint_repeats_of_one_anomaly_do_not_add_up_to_a_blame(design):
+    """Error bursts long before the stall each score little after the time fade; combined as
+    independent evidence, forty of them made a blame out of what one of them could not."""
+    corr = Correlator(_fabric(design))
+    _feed(corr, _job_facts())
+    uplink = _uplink_of(corr)
+    leaf, port = uplink.split("--")[0].split(":")
+    stall = T0 + 1000 * S
+    bursts = [
+        LinkEvent(
+            stall - (290 - i) * S,
+            leaf,
+            port,
+            LinkEventKind.ERROR_BURST,
+            1.0,
+            "in_errors at 1/s",
+            f"in_errors[{i}]",
+        )
+        for i in range(40)
+    ]
+    _feed(corr, [*bursts, _timeout(stall + 600 * S, ran_for_s=600)])
+    (v,) = corr.verdicts()
+    one = Correlator(_fabric(design))
+    _feed(one, [*_job_facts(), bursts[-1], _timeout(stall + 600 * S, ran_for_s=600)])
+    (alone,) = one.verdicts()
+    assert v.cause_kind == alone.cause_kind == CauseKind.UNKNOWN
+    assert [c.score for c in v.candidates] == [c.score for c in alone.candidates]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from railtrace.streams.records import LinkEvent, LinkEventKind, LinkSample, Metric, TelemetryValue
@@ -129,3 +130,23 @@ def test_wrap_tolerance_is_configurable() -> None:
     strict.update(reading(0, 2**32 - 100))
     got, event = strict.update(reading(1, 50))
     assert got is None and event is not None and event.kind is LinkEventKind.COUNTER_RESET
+
+
+def test_a_counter_running_backwards_is_one_reset_event_per_quiet_period() -> None:
+    rates = CounterRates(reset_quiet_s=300.0)
+    events = []
+    for t in range(0, 1000, 10):  # falls on every reading
+        _, event = rates.update(reading(t, 10**12 - t * 1000))
+        events.append(event)
+    reported = [e.ts_ns for e in events if e is not None]
+    assert reported == [T + 10 * S, T + 310 * S, T + 610 * S, T + 910 * S]
+    assert rates.stats.resets == 99
+
+
+def test_the_quiet_period_of_resets_survives_a_snapshot() -> None:
+    rates = CounterRates()
+    rates.update(reading(0, 1000))
+    assert rates.update(reading(10, 10))[1] is not None
+    restored = CounterRates.restore(orjson.loads(orjson.dumps(rates.snapshot())))
+    assert restored.update(reading(20, 5)) == (None, None)
+    assert restored.stats.resets == 2

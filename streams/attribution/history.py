@@ -12,7 +12,12 @@ import bisect
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from railtrace.streams.records import Endpoint, LinkEvent
+from railtrace.streams.records import Endpoint, LinkEvent, LinkEventKind
+
+#: Link events that are kept in the store and shown on a link's page but never held against a
+#: stall: a counter reset says nothing about the link, and a switch whose counters run
+#: backwards reports one per sample, which would have every job re-judged for each.
+NOT_EVIDENCE = frozenset({LinkEventKind.COUNTER_RESET})
 
 
 def order(e: LinkEvent) -> tuple[int, str, str, str, str, float, str]:
@@ -45,7 +50,10 @@ class LinkHistory:
 
     def add(self, link_id: str, event: LinkEvent) -> bool:
         """Insert in a total order (time, then the rest of the event), whatever order events
-        arrive in; False (and no change) when the same event is already there."""
+        arrive in; False (and no change) when the same event is already there, or when it is
+        no evidence (`NOT_EVIDENCE`)."""
+        if event.kind in NOT_EVIDENCE:
+            return False
         history = self._events.setdefault(link_id, [])
         i = bisect.bisect_left(history, order(event), key=order)
         if i < len(history) and history[i] == event:

@@ -25,7 +25,9 @@ KIND_WEIGHT: dict[LinkEventKind, float] = {
     LinkEventKind.SPEED_DOWN: 0.5,
     LinkEventKind.PFC_STORM: 0.45,
     LinkEventKind.PFC_PAUSING: 0.15,
-    LinkEventKind.COUNTER_RESET: 0.15,
+    # A counter that fell (a reboot, `clear counters`, a switch whose counters run backwards)
+    # says nothing about the link carrying traffic: never evidence of a fault.
+    LinkEventKind.COUNTER_RESET: 0.0,
     LinkEventKind.TRAFFIC_DROP: 0.1,
     LinkEventKind.UP: 0.0,
 }
@@ -158,7 +160,10 @@ def path_factor(crossing_probability: float) -> float:
 
 
 def combine(scores: list[float]) -> float:
-    """Several independent pieces of evidence for one culprit: 1 - prod(1 - s).
+    """Several independent pieces of evidence for one culprit: 1 - prod(1 - s). The caller
+    passes one score per independent observation: repeats of one kind of anomaly on one link
+    (both ends, every counter, every re-arm) are one observation, or many small scores would
+    add up to a blame.
 
     >>> round(combine([0.5, 0.5]), 2), combine([])
     (0.75, 0.0)

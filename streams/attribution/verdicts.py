@@ -167,7 +167,14 @@ def _link_candidate(
         return e.kind in CONSEQUENCES or (victim is not None and e.kind == LinkEventKind.PFC_STORM)
 
     knock_on = [s for s, e in scored if consequence(e)]
-    score = combine([s for s, e in scored if not consequence(e)] + [max(knock_on, default=0.0)])
+    # Each kind of anomaly is one observation, at its strongest: the same fault seen at both
+    # ends, on several counters or again after a quiet minute is not more evidence of it, and
+    # dozens of faint repeats must not add up to a blame.
+    strongest: dict[LinkEventKind, float] = {}
+    for s, e in scored:
+        if not consequence(e):
+            strongest[e.kind] = max(s, strongest.get(e.kind, 0.0))
+    score = combine([*strongest.values(), max(knock_on, default=0.0)])
     if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
     elif crossing < 1.0 and traffic_seen:

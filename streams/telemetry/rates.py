@@ -10,7 +10,9 @@ counter that goes down either wrapped or was reset:
   near the top and the current one near the bottom).
 * reset: any other decrease (the device rebooted, the linecard was replaced, someone ran
   `clear counters`). Nothing can be said about that interval: no rate, a COUNTER_RESET
-  LinkEvent, and the current reading becomes the new baseline.
+  LinkEvent, and the current reading becomes the new baseline. A counter that keeps falling
+  (a switch whose counters run backwards) is reported once per `reset_quiet_s` of its own,
+  not on every reading: every reset is counted, but one event says it all.
 
 Readings not newer than the last one for their key (out of order, or duplicates a collector
 sent twice) are ignored and counted. Gauges (rx power, temperature) pass through as a
@@ -61,42 +63,56 @@ class CounterRates:
     Owned by one stream partition: readings of one key must all come to the same instance.
     """
 
-    def __init__(self, wrap_max_fraction: float = 0.25) -> None:
+    def __init__(self, wrap_max_fraction: float = 0.25, reset_quiet_s: float = 300.0) -> None:
         self.wrap_max_fraction = wrap_max_fraction
+        self.reset_quiet_s = reset_quiet_s
         self.stats = RateStats()
         self._last: dict[_Key, tuple[int, float]] = {}
+        # When each counter's last reported reset was: later ones within the quiet time are
+        # counted only.
+        self._reset_at: dict[_Key, int] = {}
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON values, to be stored once per batch, not per reading.
 
         Layout (version 1): `stats` as named counts, and `last` as
         device -> interface -> [[metric, qualifier, ts_ns, value], ...], nested so that a key
-        holding a whole switch does not repeat its name for every counter. Values keep their
-        type (an int counter stays an int); `wrap_max_fraction` is configuration, not state.
+        holding a whole switch does not repeat its name for every counter; a row of a counter
+        that reported a reset ends with that reset's ts_ns. Values keep their type (an int
+        counter stays an int); `wrap_max_fraction` is configuration, not state.
         """
         last: dict[str, dict[str, list[list[Any]]]] = {}
-        for (device, interface, metric, qualifier), (ts_ns, value) in self._last.items():
+        for key, (ts_ns, value) in self._last.items():
+            device, interface, metric, qualifier = key
             rows = last.setdefault(device, {}).setdefault(interface, [])
-            rows.append([str(metric), qualifier, enc_int(ts_ns), enc_num(value)])
+            row = [str(metric), qualifier, enc_int(ts_ns), enc_num(value)]
+            reset_at = self._reset_at.get(key)
+            rows.append(row if reset_at is None else [*row, enc_int(reset_at)])
         return {"v": VERSION, "type": "CounterRates", "stats": asdict(self.stats), "last": last}
 
     @classmethod
-    def restore(cls, snap: dict[str, Any], wrap_max_fraction: float = 0.25) -> Self:
+    def restore(
+        cls, snap: dict[str, Any], wrap_max_fraction: float = 0.25, reset_quiet_s: float = 300.0
+    ) -> Self:
         """A CounterRates that behaves exactly as the one `snap` was taken of.
 
         `snap` may come straight from `orjson.loads`; nothing in it is kept by reference.
         Raises ValueError for another version, another kind of snapshot, or a damaged one.
         """
         check_header(snap, "CounterRates")
-        rates = cls(wrap_max_fraction)
+        rates = cls(wrap_max_fraction, reset_quiet_s)
         try:
             rates.stats = RateStats(**{k: dec_int(n) for k, n in snap["stats"].items()})
             table = rates._last
             for device, interfaces in snap["last"].items():
                 for interface, rows in interfaces.items():
-                    for metric, qualifier, ts_ns, value in rows:
+                    for metric, qualifier, ts_ns, value, *reset in rows:
+                        if len(reset) > 1:
+                            raise ValueError(f"a counter row of {4 + len(reset)} fields")
                         key = (device, interface, Metric(metric), dec_str(qualifier))
                         table[key] = (dec_int(ts_ns), dec_num(value))
+                        if reset:
+                            rates._reset_at[key] = dec_int(reset[0])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"damaged CounterRates snapshot: {exc!r}") from exc
         return rates
@@ -127,6 +143,10 @@ class CounterRates:
             wrapped = self._across_wrap(last_value, v.value)
             if wrapped is None:
                 self.stats.resets += 1
+                reported = self._reset_at.get(key)
+                if reported is not None and v.ts_ns - reported < self.reset_quiet_s * 1e9:
+                    return None, None
+                self._reset_at[key] = v.ts_ns
                 return None, self._reset(v, last_value)
             self.stats.wraps += 1
             delta = wrapped
