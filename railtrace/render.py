@@ -68,7 +68,7 @@ def print_verdict(console: Console, v: Verdict) -> None:
 
 
 #: The tables a replay reports on, with what the replay made of each.
-STORED_TABLES = ("link_samples", "link_events", "job_facts", "verdicts")
+STORED_TABLES = ("link_samples", "link_events", "job_facts", "verdicts", "dead_letters")
 _WHAT = {
     "link_samples": "link samples",
     "link_events": "link events",
@@ -88,7 +88,7 @@ def replay_summary(console: Console, report: ReplayReport, stored: dict[str, int
         "verdicts": len(report.verdicts),
     }
     parts = []
-    for table in STORED_TABLES:
+    for table in STORED_TABLES[:-1]:
         held = made[table] - stored[table]
         note = f" ({held:,} already held)" if held > 0 else ""
         parts.append(f"{stored[table]:,} {_WHAT[table]}{note}")
@@ -99,8 +99,9 @@ def replay_summary(console: Console, report: ReplayReport, stored: dict[str, int
     dead = sum(report.dead_letters.values())
     if dead or report.unknown_interfaces or report.plan_errors:
         console.print(
-            f"[yellow]Skipped input:[/] {dead} dead letters "
-            f"({', '.join(f'{k} {n}' for k, n in sorted(report.dead_letters.items()))}), "
+            f"[yellow]Skipped input:[/] {dead:,} dead letters "
+            f"({', '.join(f'{k} {n:,}' for k, n in sorted(report.dead_letters.items()))}; "
+            f"{stored['dead_letters']:,} stored, with the reason of each), "
             f"{report.unknown_interfaces} events on interfaces not in cables.csv, "
             f"{len(report.plan_errors)} cabling-plan problems"
             + (f" (first: {report.plan_errors[0]})" if report.plan_errors else "")

@@ -7,7 +7,7 @@ import re
 import pytest
 from logs_support import JOB, REAL, of_type, parse_real, real_lines
 
-from railtrace.streams.logs import MAX_DEAD_LETTERS, MAX_LINE_BYTES, LogParser, parse_lines
+from railtrace.streams.logs import MAX_LINE_BYTES, LogParser, parse_lines
 from railtrace.streams.records import ChannelEdge, CollectiveTimeout, NetDevices, NetError
 
 GOOD_DEVICES = real_lines("rccl_419_net_ib_using_ib.log")[2]
@@ -66,15 +66,16 @@ def test_str_and_bytes_input_give_the_same_facts() -> None:
     assert len(of_type(from_bytes, ChannelEdge)) == 3
 
 
-def test_dead_letters_are_bounded_but_all_malformed_lines_are_counted() -> None:
+def test_every_malformed_line_is_a_dead_letter_until_taken() -> None:
     bad = b"h1:1:2 [0] NCCL WARN NET/IB : Got completion from peer"
     parser = LogParser(JOB, "flood")
-    for _ in range(MAX_DEAD_LETTERS + 250):
+    for _ in range(1250):
         parser.feed(bad)
-    assert parser.stats.malformed == MAX_DEAD_LETTERS + 250
-    assert len(parser.stats.dead_letters) == MAX_DEAD_LETTERS
-    assert parser.stats.dead_letters[-1].line_no == MAX_DEAD_LETTERS
-    assert parser.stats.dead_letters[0].source == "flood"
+    assert parser.stats.malformed == 1250
+    taken = parser.stats.take_dead_letters()
+    assert [d.line_no for d in taken] == list(range(1, 1251))
+    assert {d.source for d in taken} == {"flood"}
+    assert parser.stats.dead_letters == []
 
 
 def test_carriage_return_progress_bar_pieces_are_parsed_separately() -> None:

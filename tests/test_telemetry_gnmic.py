@@ -10,7 +10,6 @@ import pytest
 
 from railtrace.streams.records import DeadLetter, Metric, TelemetryValue
 from railtrace.streams.telemetry.gnmic import (
-    MAX_DEAD_LETTERS,
     DecodeError,
     DecodeStats,
     GnmicDecoder,
@@ -360,12 +359,18 @@ def test_malformed_message_keeps_nothing_of_itself() -> None:
     assert stats == DecodeStats()
 
 
-def test_dead_letters_are_bounded_but_all_counted() -> None:
+def test_every_dead_letter_is_kept_until_taken_and_all_are_counted() -> None:
+    """A replay stores what it takes after each file: a cap here lost all past the first
+    thousand while the summary counted a thousand."""
     decoder = GnmicDecoder()
-    decoder.feed_text("garbage\n" * (MAX_DEAD_LETTERS + 5), "junk.log")
-    assert decoder.stats.dead_letter_count == MAX_DEAD_LETTERS + 5
-    assert len(decoder.stats.dead_letters) == MAX_DEAD_LETTERS
-    assert decoder.stats.dead_letters[-1].line_no == MAX_DEAD_LETTERS
+    decoder.feed_text("garbage\n" * 2500, "junk.log")
+    assert decoder.stats.dead_letter_count == 2500
+    taken = decoder.stats.take_dead_letters()
+    assert [d.line_no for d in taken] == list(range(1, 2501))
+    assert decoder.stats.dead_letters == []
+    decoder.feed_text("more garbage\n", "junk2.log")
+    assert [d.source for d in decoder.stats.take_dead_letters()] == ["junk2.log"]
+    assert decoder.stats.dead_letter_count == 2501
 
 
 def test_stats_accumulate_across_feeds() -> None:
@@ -374,3 +379,22 @@ def test_stats_accumulate_across_feeds() -> None:
     decoder.feed_text(text, "a")
     decoder.feed_text(text, "b")
     assert (decoder.stats.messages, decoder.stats.values) == (12, 26)
+
+
+@pytest.mark.parametrize("source", [b"leaf\xff1:57400", b"leaf\x001", b"leaf\x1b[31m1"])
+def test_a_source_that_is_no_device_name_is_a_dead_letter_not_a_phantom_switch(
+    source: bytes,
+) -> None:
+    good = (
+        b'{"source":"leaf1:57400","timestamp":1700000000000000000,"updates":[{"Path":'
+        b'"interfaces/interface[name=swp1]/state/counters/in-octets","values":'
+        b'{"interfaces/interface/state/counters/in-octets":"7"}}]}'
+    )
+    bad = good.replace(
+        b"leaf1:57400", source.replace(b"\x00", b"\\u0000").replace(b"\x1b", b"\\u001b")
+    )
+    decoder = GnmicDecoder()
+    values = decoder.feed_text((good + b"\n" + bad + b"\n").decode(errors="replace"), "f.json")
+    assert {v.device for v in values} == {"leaf1"}
+    (dead,) = decoder.stats.take_dead_letters()
+    assert "is not a device name" in dead.reason

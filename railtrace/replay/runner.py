@@ -42,6 +42,8 @@ from railtrace.topology.lldp import (
 )
 
 Progress = Callable[[str, int, int], None]  # stage, advance, total
+#: Dead letters of one log file are stored in batches of this many as they are found.
+DEAD_LETTER_BATCH = 10_000
 
 
 class Sink(Protocol):
@@ -140,24 +142,30 @@ def year_hint(capture: Capture) -> int | None:
 class _Decoded:
     per_file: list[list[TelemetryValue]] = field(default_factory=list)
     facts: list[JobFact] = field(default_factory=list)
-    dead: list[DeadLetter] = field(default_factory=list)
     lldp: list[LldpUpdate] = field(default_factory=list)
 
 
-def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
-    """Decode every telemetry file and parse every log file; bad input is dead-lettered."""
+def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) -> _Decoded:
+    """Decode every telemetry file and parse every log file; bad input is dead-lettered, and
+    each file's dead letters are stored as soon as it is read: all of them, in bounded memory.
+    """
     out = _Decoded()
     files = len(capture.gnmi_files) + capture.log_file_count
+
+    def store_dead(kind: str, dead: list[DeadLetter]) -> None:
+        if dead:
+            sink.write_dead_letters(dead)
+            report.dead_letters[kind] += len(dead)
+
     decoder = GnmicDecoder()
     for path in capture.gnmi_files:
         values = decoder.feed_text(path.read_text(errors="replace"), str(path.name), out.lldp)
         values.sort(key=lambda v: v.ts_ns)
         out.per_file.append(values)
+        store_dead("gnmi", decoder.stats.take_dead_letters())
         tick("decode", 1, files)
     report.telemetry_values = decoder.stats.values
     report.unknown_paths = decoder.stats.unknown_paths
-    out.dead.extend(decoder.stats.dead_letters)
-    report.dead_letters["gnmi"] = len(decoder.stats.dead_letters)
     year = year_hint(capture)
     started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
@@ -166,9 +174,10 @@ def _decode(capture: Capture, report: ReplayReport, tick: Progress) -> _Decoded:
             with path.open("rb") as fh:
                 for line in fh:
                     out.facts.extend(parser.feed(line))
+                    if len(parser.stats.dead_letters) >= DEAD_LETTER_BATCH:
+                        store_dead("logs", parser.stats.take_dead_letters())
             report.log_lines += parser.stats.lines
-            report.dead_letters["logs"] += parser.stats.malformed
-            out.dead.extend(parser.stats.dead_letters)
+            store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)
     out.facts.sort(key=lambda f: f.ts_ns)
     report.facts = len(out.facts)
@@ -206,7 +215,7 @@ def replay(
     report = ReplayReport(plan_errors=list(capture.plan_errors))
     tick = progress or (lambda _stage, _n, _total: None)
     started = time.perf_counter()
-    decoded = _decode(capture, report, tick)
+    decoded = _decode(capture, report, sink, tick)
     report.decode_s = time.perf_counter() - started
 
     fabric = _as_cabled(capture, decoded.lldp, report)
@@ -239,7 +248,6 @@ def replay(
     sink.write_link_events(out.events)
     for i in range(0, len(decoded.facts), batch_rows):
         sink.write_job_facts(decoded.facts[i : i + batch_rows])
-    sink.write_dead_letters(decoded.dead)
     seen_at = min((u.ts_ns for u in decoded.lldp), default=0)
     sink.write_cabling_events([d.event(seen_at) for d in report.cabling])
     sink.write_verdicts(report.verdicts)

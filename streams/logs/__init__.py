@@ -7,7 +7,6 @@ is bounded and can be saved and resumed (`LogParser.snapshot` / `LogParser.resto
 """
 
 from .parser import (
-    MAX_DEAD_LETTERS,
     MAX_LINE_BYTES,
     SNAPSHOT_VERSION,
     LogParser,
@@ -16,7 +15,6 @@ from .parser import (
 )
 
 __all__ = [
-    "MAX_DEAD_LETTERS",
     "MAX_LINE_BYTES",
     "SNAPSHOT_VERSION",
     "LogParser",

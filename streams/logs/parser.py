@@ -28,8 +28,6 @@ from .timestamps import Clock
 #: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
 #: stall the stream or blow up memory.
 MAX_LINE_BYTES = 64 * 1024
-#: DeadLetters kept per parser; later ones are counted in `malformed` but not stored.
-MAX_DEAD_LETTERS = 1000
 #: Bytes of a malformed line kept in its DeadLetter, enough to recognise it, bounded in memory.
 MAX_DEAD_LETTER_RAW = 4096
 #: Layout of `LogParser.snapshot`; bumped whenever a field changes meaning, so a worker never
@@ -53,7 +51,13 @@ class ParseStats:
     skipped: int = 0
     malformed: int = 0
     redelivered: int = 0
+    #: Every DeadLetter not yet taken: the owner drains them (`take_dead_letters`) as it
+    #: stores them, so that all are stored and memory stays bounded by what it feeds at once.
     dead_letters: list[DeadLetter] = field(default_factory=list)
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        taken, self.dead_letters = self.dead_letters, []
+        return taken
 
 
 class LogParser:
@@ -126,8 +130,7 @@ class LogParser:
         stats.facts += len(facts)
         if problem is not None:
             stats.malformed += 1
-            if len(stats.dead_letters) < MAX_DEAD_LETTERS:
-                stats.dead_letters.append(self._dead_letter(problem, line, line_no))
+            stats.dead_letters.append(self._dead_letter(problem, line, line_no))
         elif not facts:
             stats.skipped += 1
         return facts

@@ -35,9 +35,6 @@ __all__ = [
     "iter_messages",
 ]
 
-#: DeadLetters kept in DecodeStats; later ones are counted only.
-MAX_DEAD_LETTERS = 1000
-
 #: The keys of a json-format message carrying only gNMI extensions, no data.
 _EXTENSIONS_ONLY = frozenset({"extensions", "decodedExtensions"})
 
@@ -65,13 +62,17 @@ class DecodeStats:
     unattributed: int = 0
     bad_values: int = 0
     dead_letter_count: int = 0
+    #: Every DeadLetter not yet taken: the owner drains them (`take_dead_letters`) as it
+    #: stores them, so that all are stored and memory stays bounded by what one input holds.
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
     def dead_letter(self, letter: DeadLetter) -> None:
-        """Count a DeadLetter; keep the first MAX_DEAD_LETTERS of them."""
         self.dead_letter_count += 1
-        if len(self.dead_letters) < MAX_DEAD_LETTERS:
-            self.dead_letters.append(letter)
+        self.dead_letters.append(letter)
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        taken, self.dead_letters = self.dead_letters, []
+        return taken
 
 
 def _timestamp(value: Any) -> int:
@@ -87,6 +88,11 @@ def _timestamp(value: Any) -> int:
 def _device(source: Any) -> str:
     if not isinstance(source, str) or not source.strip():
         raise DecodeError("missing source")
+    # A name read from bytes that were not UTF-8 (U+FFFD after decoding with `replace`), or
+    # one with control characters, is no device of any plan: it would appear as a phantom
+    # switch whose every port is unknown.
+    if "\ufffd" in source or not source.isprintable():
+        raise DecodeError(f"source {source!r} is not a device name: not UTF-8, or control bytes")
     return device_of(source)
 
 
