@@ -4,6 +4,7 @@ every job's verdict against the simulator's ground truth."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,73 @@ def test_log_files_of_one_name_in_nested_host_folders_are_each_read(tmp_path: Pa
     sources = [capture.log_source(p) for paths in capture.log_files.values() for p in paths]
     assert len(set(sources)) == len(sources) == capture.log_file_count
     assert sum(src.endswith("/rank.log") for src in sources) == moved > 16
+
+
+_COUNTER = re.compile(rb'("SAI_PORT_STAT_[A-Z0-9_]+":")(\d+)"')
+
+
+@pytest.mark.parametrize(("fault", "seed"), [(Fault.LINK_DOWN, 21), (Fault.ECMP, 3)])
+def test_a_switch_whose_counters_run_backwards_is_no_evidence(
+    tmp_path: Path, fault: Fault, seed: int
+) -> None:
+    """Every reading of every counter of one spine lower than the last: each is a counter
+    reset, and none may move a verdict, however many there are."""
+    clean, broken = tmp_path / "clean", tmp_path / "broken"
+    truth = write_capture(clean, 64, fault, seed, watchdog_s=WATCHDOG_S)
+    shutil.copytree(clean, broken)
+    culprits = {j["link"]["id"] for j in truth["jobs"].values() if j.get("link")}
+    spine = next(
+        p
+        for p in sorted((broken / "gnmi").glob("spine-*"))
+        if not any(p.name.split(".")[0] in c for c in culprits)
+    )
+    text = spine.read_bytes()
+    spine.write_bytes(
+        _COUNTER.sub(lambda m: m.group(1) + str(2**62 - int(m.group(2))).encode() + b'"', text)
+    )
+    falls = _falling_readings(text)
+    want = replay(open_capture(clean), DiscardSink())
+    got = replay(open_capture(broken), DiscardSink())
+    assert [(v.job_id, v.state, v.cause_kind, v.cause_link) for v in got.verdicts] == [
+        (v.job_id, v.state, v.cause_kind, v.cause_link) for v in want.verdicts
+    ]
+    _check_against_truth(got.verdicts, truth)
+    # One reset event per counter and quiet period, not one per reading.
+    resets = got.link_events - want.link_events
+    assert 0 < resets * 10 < falls, (resets, falls)
+
+
+def _falling_readings(gnmi: bytes) -> int:
+    """How many readings of the reversed file are below the one before of their series: the
+    readings that rose in the original."""
+    last: dict[tuple[bytes, bytes], int] = {}
+    falls = 0
+    for line in gnmi.splitlines():
+        port = re.search(rb'"COUNTERS/([A-Za-z0-9]+)"', line)
+        for m in _COUNTER.finditer(line):
+            key = (port.group(1) if port else b"", m.group(1))
+            value = int(m.group(2))
+            falls += key in last and value > last[key]
+            last[key] = value
+    return falls
+
+
+def test_every_dead_letter_of_a_replay_is_stored_and_counted(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    truth = write_capture(cap, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
+    (cap / "gnmi" / "junk.json").write_text("not gnmi at all\n" * 2500)
+    job = next(iter(truth["jobs"]))
+    with (sorted((cap / "logs" / job).iterdir())[0]).open("a") as fh:
+        fh.write("h1:1:2 [0] NCCL WARN NET/IB : Got completion from peer\n" * 1200)
+    store = ChdbStore(tmp_path / "data")
+    try:
+        store.migrate()
+        report = replay(open_capture(cap), store)
+        assert report.dead_letters == {"gnmi": 2500, "logs": 1200}
+        assert store.count("dead_letters") == 3700
+    finally:
+        store.close()
+    _check_against_truth(report.verdicts, truth)
 
 
 def test_capture_without_cabling_plan_is_a_clear_error(tmp_path: Path) -> None:

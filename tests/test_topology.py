@@ -144,6 +144,25 @@ def test_cables_csv_without_the_netbox_columns_is_a_clear_error():
     assert "missing column(s) side_a_device" in plan.errors[0]
 
 
+def test_a_netbox_column_given_twice_is_refused_naming_it():
+    """DictReader keeps the last of two same-named columns: the plan would silently take the
+    wrong port for every cable."""
+    header = HEADER.replace("side_b_name", "side_b_name,side_b_name")
+    plan = parse_cables_csv(f"{header}\nn1,dcim.interface,mlx5_0,leaf,dcim.interface,swp1,swp9\n")
+    assert not plan.cables
+    assert plan.errors == [
+        "cables.csv: a column appears twice in the header ('side_b_name' is column 6 and 7); "
+        "keep one"
+    ]
+
+
+def test_a_repeated_column_railtrace_does_not_read_is_harmless():
+    plan = parse_cables_csv(
+        f"{HEADER},label,label\nn1,dcim.interface,mlx5_0,l,dcim.interface,p1,x,y\n"
+    )
+    assert len(plan.cables) == 1 and not plan.errors
+
+
 def test_garbled_csv_keeps_rows_before_the_damage():
     text = f'{HEADER}\nn1,dcim.interface,mlx5_0,leaf,dcim.interface,swp1\n"unterminated\x00,\n'
     plan = parse_cables_csv(text)

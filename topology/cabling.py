@@ -45,6 +45,14 @@ def _rows(
     missing = [c for c in required if c not in header]
     if missing:
         return [], [f"{what}: missing column(s) {', '.join(missing)}; header is {header}"]
+    twice = [c for c in required if header.count(c) > 1]
+    if twice:
+        # A row would silently take one of the two values: refuse rather than guess which.
+        where = "; ".join(
+            f"{c!r} is column {' and '.join(str(i + 1) for i, h in enumerate(header) if h == c)}"
+            for c in twice
+        )
+        return [], [f"{what}: a column appears twice in the header ({where}); keep one"]
     reader.fieldnames = header
     rows: list[tuple[int, dict[str, str]]] = []
     errors: list[str] = []
