@@ -10,6 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+#: The event times railtrace holds, [EARLIEST_NS, LATEST_NS): from the Unix epoch to the start
+#: of 2106. The store's narrowest time type sets it (the per-minute fault rollup and
+#: `inserted_at` are ClickHouse `DateTime`, 32-bit seconds, which wraps on 2106-02-07): a later
+#: time would be filed in another year. Decoders refuse times outside it, and the API accepts
+#: no window outside it.
+EARLIEST_NS = 0
+LATEST_NS = 4_291_747_200 * 1_000_000_000
+
+
+def in_time_range(ts_ns: int) -> bool:
+    """Whether railtrace can hold an event at `ts_ns` (see LATEST_NS).
+
+    >>> in_time_range(1_700_000_000 * 10**9), in_time_range(LATEST_NS), in_time_range(-1)
+    (True, False, False)
+    """
+    return EARLIEST_NS <= ts_ns < LATEST_NS
+
 
 class Metric(StrEnum):
     """Interface-level quantities railtrace understands, whatever path or OID carried them."""

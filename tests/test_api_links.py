@@ -147,7 +147,18 @@ def test_a_window_without_errors_has_no_worst_links(
     [
         ("since=2026-05-08T17:00:00Z&until=2026-05-08T16:00:00Z", "before until"),
         ("since=2026-05-01T00:00:00Z&until=2026-05-09T00:00:00Z", "at most 7 days"),
-        ("since=2300-01-01T00:00:00Z&until=2300-01-01T01:00:00Z", "between 1970 and 2200"),
+        ("since=2300-01-01T00:00:00Z&until=2300-01-01T01:00:00Z", "between 1970-01-01"),
+        # Past 2106 the rollup's 32-bit minutes wrap: such a window answered with 1970s data.
+        ("since=2107-01-01T00:00:00Z&until=2107-01-01T01:00:00Z", "and 2106-01-01T00:00:00Z"),
+        ("since=2105-12-31T23:30:00Z", "the window must lie between"),
+        # Date arithmetic past year 9999 or before year 1 was a 500.
+        ("since=9999-12-31T23:59:59Z", "since must be between"),
+        ("until=0001-01-01T00:00:00Z", "until must be between"),
+        ("since=9999-12-31T23:59:59-23:59", "since must be between"),
+        ("since=1969-12-31T23:59:59Z&until=1970-01-01T00:30:00Z", "since must be between"),
+        # A number is always seconds: milliseconds would be the year 58,000, not 2026.
+        ("since=1778259200000", "Unix seconds is not between"),
+        ("since=-5", "Unix seconds is not between"),
         ("metric=in_octets", "metric"),
         ("limit=0", "limit"),
         ("since=yesterday", "since"),
@@ -160,6 +171,31 @@ def test_a_bad_window_or_metric_is_422_saying_why(
     response = client.get(f"/v1/links?{query}")
     assert response.status_code == 422
     assert reason in response.text
+
+
+@pytest.mark.parametrize("seconds", ["1778259600", "1778259600.0", "17782596e2"])
+def test_a_number_is_unix_seconds_whatever_its_size(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore], seconds: str
+) -> None:
+    client, _, _ = incident
+    response = client.get(f"/v1/links?since={seconds}")
+    if "e" in seconds:
+        assert response.status_code == 422  # not a plain number: read as ISO, which it is not
+        return
+    assert response.json()["since"] == "2026-05-08T17:00:00.000000Z"
+
+
+def test_the_openapi_document_states_the_time_bounds(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore],
+) -> None:
+    client, _, _ = incident
+    doc = client.get("/openapi.json").json()
+    for path in ("/v1/links", "/v1/links/{link_id}"):
+        params = {p["name"]: p for p in doc["paths"][path]["get"]["parameters"]}
+        for name in ("since", "until"):
+            text = params[name]["description"]
+            assert "Unix seconds" in text and "1970-01-01T00:00:00Z" in text, text
+            assert "2106-01-01T00:00:00Z" in text, text
 
 
 def test_a_time_without_an_offset_is_utc(

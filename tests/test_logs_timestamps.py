@@ -176,3 +176,16 @@ def test_monotonic_dmesg_xid_takes_time_of_previous_dmesg_ctime_line() -> None:
     (xid,) = of_type(facts, XidEvent)
     assert xid.ts_ns == utc_ns(2024, 8, 5, 3, 54, 13)
     assert (xid.pci, xid.xid) == ("0000:01:00", 32)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2107-03-01T00:00:00Z some line",  # past 2106: the store would file it in 1971
+        "9999-12-31T23:59:59.999999999-23:59 some line",  # past int64 nanoseconds
+        "1969-12-31T23:59:59Z some line",
+        "[Mon Mar  1 00:00:00 2200] some line",
+    ],
+)
+def test_a_stamp_outside_the_times_railtrace_holds_is_no_stamp(line: str) -> None:
+    assert Clock(2026).stamp(line)[0] is None

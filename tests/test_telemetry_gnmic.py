@@ -398,3 +398,18 @@ def test_a_source_that_is_no_device_name_is_a_dead_letter_not_a_phantom_switch(
     assert {v.device for v in values} == {"leaf1"}
     (dead,) = decoder.stats.take_dead_letters()
     assert "is not a device name" in dead.reason
+
+
+@pytest.mark.parametrize(
+    "timestamp", [str(4_291_747_200 * 10**9), "9" * 25, str(2**64), "1" + "0" * 200]
+)
+def test_a_timestamp_outside_the_times_railtrace_holds_is_a_dead_letter(timestamp: str) -> None:
+    message = (
+        '{"source":"leaf1","timestamp":' + timestamp + ',"updates":[{"Path":'
+        '"interfaces/interface[name=swp1]/state/counters/in-octets","values":'
+        '{"interfaces/interface/state/counters/in-octets":"7"}}]}'
+    )
+    decoder = GnmicDecoder()
+    assert decoder.feed_text(message + "\n", "f.json") == []
+    (dead,) = decoder.stats.take_dead_letters()
+    assert "timestamp" in dead.reason

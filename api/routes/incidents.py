@@ -4,17 +4,18 @@ token; a tight Content-Security-Policy keeps anything but this API's own files o
 
 from __future__ import annotations
 
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
 
 from railtrace.api.deps import JobId
 from railtrace.api.routes.links import LinkId
 from railtrace.api.routes.nodes import NodeName
 from railtrace.api.routes.topology import DeviceFilter
+from railtrace.api.times import ACCEPTED, Instant
 
 STATIC_DIR = Path(str(resources.files("railtrace.api") / "static"))
 
@@ -48,7 +49,10 @@ def incident(job_id: JobId) -> FileResponse:
 
 
 @router.get("/links/{link_id:path}")
-def link_page(link_id: LinkId, at: datetime | None = None) -> FileResponse:
+def link_page(
+    link_id: LinkId,
+    at: Annotated[Instant | None, Query(description=f"The moment to show: {ACCEPTED}.")] = None,
+) -> FileResponse:
     """One link: counters and events around `at` (or the last hour), and its blast radius;
     where a flap-storm alert points."""
     return _page()

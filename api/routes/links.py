@@ -8,13 +8,14 @@ interface names may hold slashes, so the id is matched as a path.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
 
+from railtrace.api import times
 from railtrace.api.deps import StoreDep, fabric_of, invalid
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
@@ -27,6 +28,7 @@ from railtrace.api.schemas import (
     WorstLinksOut,
     iso_utc,
 )
+from railtrace.api.times import ACCEPTED, Instant
 from railtrace.store import Store
 from railtrace.streams.records import JobState, Metric
 from railtrace.topology.view import link_rail
@@ -40,9 +42,6 @@ DEFAULT_WINDOW = timedelta(hours=1)
 #: About this many buckets per series when no step is given: a chart's width of points.
 DEFAULT_BUCKETS = 360
 MAX_BUCKETS = 10_000
-#: Telemetry older or newer than this cannot be stored (ClickHouse's nanosecond range).
-EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
-
 LinkId = Annotated[
     str,
     PathParam(
@@ -53,12 +52,12 @@ LinkId = Annotated[
     ),
 ]
 Since = Annotated[
-    datetime | None,
-    Query(description="Window start, ISO-8601 (UTC if no offset). Default: `until` - 1 h."),
+    Instant | None,
+    Query(description=f"Window start: {ACCEPTED}. Default: `until` - 1 h."),
 ]
 Until = Annotated[
-    datetime | None,
-    Query(description="Window end, ISO-8601 (UTC if no offset). Default: now."),
+    Instant | None,
+    Query(description=f"Window end: {ACCEPTED}. Default: `since` + 1 h, or now."),
 ]
 
 
@@ -79,30 +78,9 @@ class CountedMetric(StrEnum):
     CARRIER_TRANSITIONS = Metric.CARRIER_TRANSITIONS.value
 
 
-def _utc(t: datetime) -> datetime:
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-
-
 def window(since: datetime | None, until: datetime | None) -> tuple[int, int]:
-    """[since, until) in nanoseconds, from what was given; a 422 for a window that is empty,
-    inverted, longer than a week, or outside the times the store can hold."""
-    end = _utc(until) if until is not None else None
-    start = _utc(since) if since is not None else None
-    if end is None:
-        end = start + DEFAULT_WINDOW if start is not None else datetime.now(UTC)
-    if start is None:
-        start = end - DEFAULT_WINDOW
-    if not EARLIEST <= start < LATEST or not EARLIEST < end <= LATEST:
-        raise invalid("since", "times must lie between 1970 and 2200")
-    if start >= end:
-        raise invalid("since", "since must be before until")
-    if end - start > MAX_WINDOW:
-        raise invalid("until", f"the window may be at most {MAX_WINDOW.days} days")
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    return (
-        (start - epoch) // timedelta(microseconds=1) * 1000,
-        (end - epoch) // timedelta(microseconds=1) * 1000,
-    )
+    """[since, until) in nanoseconds; see `times.window`."""
+    return times.window(since, until, default=DEFAULT_WINDOW, longest=MAX_WINDOW)
 
 
 @router.get(

@@ -14,6 +14,8 @@ from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import Any
 
+from ..records import in_time_range
+
 _MONTHS = {
     "Jan": 1,
     "Feb": 2,
@@ -92,7 +94,10 @@ def to_ns(
     seconds = _epoch_day(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
     seconds -= _zone_seconds(zone)
     frac_ns = int(fraction.ljust(9, "0")) if fraction else 0
-    return seconds * _NS + frac_ns
+    ts = seconds * _NS + frac_ns
+    if not in_time_range(ts):
+        raise ValueError("outside the times railtrace holds (1970 to 2106)")
+    return ts
 
 
 class Clock:

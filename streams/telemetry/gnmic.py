@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..records import DeadLetter, TelemetryValue
+from ..records import DeadLetter, TelemetryValue, in_time_range
 from .framing import MAX_RAW_BYTES, is_event, iter_messages
 from .leaves import KEY_LEAVES, Leaves, keyed_path
 from .lldp import LldpUpdate
@@ -77,12 +77,21 @@ class DecodeStats:
 
 def _timestamp(value: Any) -> int:
     if type(value) is int and value > 0:
-        return value
-    if isinstance(value, str) and value.isdecimal() and int(value) > 0:
-        return int(value)
+        return _in_range(value)
+    if isinstance(value, str) and value.isdecimal() and len(value) < 30 and int(value) > 0:
+        return _in_range(int(value))
     if value is None:
         raise DecodeError("missing timestamp")
-    raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {value!r}")
+    raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {str(value)[:40]!r}")
+
+
+def _in_range(ts_ns: int) -> int:
+    if not in_time_range(ts_ns):
+        raise DecodeError(
+            f"timestamp {ts_ns} is outside the times railtrace holds (1970 to 2106): "
+            "seconds or milliseconds where gNMI has nanoseconds, or a wrong clock"
+        )
+    return ts_ns
 
 
 def _device(source: Any) -> str:
