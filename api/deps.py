@@ -11,13 +11,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from railtrace.store import Store
-from railtrace.streams.records import JobState
+from railtrace.streams.records import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN, JobState
 from railtrace.topology.fabric import Fabric
-
-#: Scheduler job ids (Slurm `1234_5`, Kubernetes names, run names): letters, digits and
-#: `._:@+-`, starting with a letter or digit. Anything else cannot be a job railtrace stored.
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"
-JOB_ID_MAX_LENGTH = 128
 
 
 def _store(request: Request) -> Store:

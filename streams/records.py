@@ -7,6 +7,7 @@ them, so that ordering and arithmetic are exact.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -17,6 +18,23 @@ from enum import StrEnum
 #: no window outside it.
 EARLIEST_NS = 0
 LATEST_NS = 4_291_747_200 * 1_000_000_000
+
+
+#: Scheduler job ids (Slurm `1234_5`, Kubernetes names, run names): letters, digits and
+#: `._:@+-`, starting with a letter or digit, at most 128 long. One grammar for every layer:
+#: the readers refuse any other (it could not be asked for by URL), the API accepts no other.
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"
+JOB_ID_MAX_LENGTH = 128
+_JOB_ID = re.compile(JOB_ID_PATTERN[:-1] + r"\Z")
+
+
+def valid_job_id(job_id: str) -> bool:
+    """Whether `job_id` is one railtrace can store and serve.
+
+    >>> valid_job_id("4812_3"), valid_job_id("../etc"), valid_job_id("a b"), valid_job_id("")
+    (True, False, False, False)
+    """
+    return len(job_id) <= JOB_ID_MAX_LENGTH and _JOB_ID.match(job_id) is not None
 
 
 def in_time_range(ts_ns: int) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from railtrace.streams import codec
-from railtrace.streams.records import LinkSample, Metric
+from railtrace.streams.records import JOB_ID_MAX_LENGTH, LinkSample, Metric, valid_job_id
 
 
 class WireError(ValueError):
@@ -64,6 +64,11 @@ def decode_log_batch(data: bytes) -> LogBatch:
     job, source, line_no = raw.get("job_id"), raw.get("source"), raw.get("line_no")
     if not isinstance(job, str) or not job or not isinstance(source, str) or not source:
         raise WireError("a log message needs non-empty string job_id and source")
+    if not valid_job_id(job):
+        raise WireError(
+            f"job_id {job[:80]!r} is not a job id (letters, digits and ._:@+-, at most "
+            f"{JOB_ID_MAX_LENGTH}): it could be stored but never asked for"
+        )
     if not isinstance(line_no, int) or isinstance(line_no, bool) or line_no < 1:
         raise WireError("a log message needs line_no, the 1-based number of its first line")
     lines = raw.get("lines", [raw["line"]] if "line" in raw else None)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from railtrace.collectors.emit import Collected, Outgoing
@@ -693,3 +694,29 @@ def test_two_nodes_files_of_one_name_are_two_sources(tmp_path: Path) -> None:
 def test_a_node_name_that_would_make_sources_ambiguous_is_refused(node: str) -> None:
     with pytest.raises(ValueError, match="node"):
         LogScraperConfig(node=node)
+
+
+@pytest.mark.parametrize("job", ["a b", "..", "x?y", "-1", "j" * 129])
+def test_a_message_for_a_job_id_that_is_none_is_refused_on_the_wire(job: str) -> None:
+    """Stored, such a job could never be asked for by URL: the worker dead-letters it."""
+    good = wire.encode_log_batch(wire.LogBatch("4812", "logs/4812/r.log", 1, ("x",), 2026))
+    assert wire.decode_log_batch(good).job_id == "4812"
+    bad = good.replace(b'"4812"', orjson.dumps(job), 1)
+    with pytest.raises(wire.WireError, match="is not a job id"):
+        wire.decode_log_batch(bad)
+
+
+def test_a_file_whose_path_names_a_job_id_that_is_none_is_skipped(tmp_path: Path) -> None:
+    job_file(tmp_path, job="a b").write_text("one\n")
+    job_file(tmp_path).write_text("two\n")
+    out = Collected()
+
+    async def go() -> LogScraper:
+        s = LogScraper(config(tmp_path), out)
+        await s.poll()
+        s.close()
+        return s
+
+    s = run(go())
+    assert numbered(out.messages) == {src(tmp_path): [(1, "two")]}
+    assert s.stats.files_without_job == 1

@@ -6,14 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from railtrace.api.deps import (
-    JOB_ID_MAX_LENGTH,
-    JOB_ID_PATTERN,
-    Limit,
-    Offset,
-    StoreDep,
-    fabric_of,
-)
+from railtrace.api.deps import Limit, Offset, StoreDep, fabric_of
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.schemas import (
     CablingDifferenceOut,
@@ -24,6 +17,7 @@ from railtrace.api.schemas import (
     TopologyOut,
 )
 from railtrace.store.rows import STRUCTURE_FACT_KINDS
+from railtrace.streams.records import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN
 from railtrace.topology.view import topology_view
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])

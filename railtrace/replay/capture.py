@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railtrace.streams.records import Endpoint
+from railtrace.streams.records import Endpoint, valid_job_id
 from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
 
@@ -31,6 +31,8 @@ class Capture:
     log_files: dict[str, list[Path]] = field(default_factory=dict)
     plan: CablePlan = field(default_factory=CablePlan)
     addresses: dict[str, Endpoint] = field(default_factory=dict)
+    #: What of the capture was left out, and why (a folder under logs/ that is no job id).
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def log_file_count(self) -> int:
@@ -66,10 +68,19 @@ def open_capture(root: Path) -> Capture:
     gnmi_dir = root / "gnmi"
     gnmi = sorted(p for p in gnmi_dir.glob("*") if p.suffix in GNMI_SUFFIXES and p.is_file())
     logs: dict[str, list[Path]] = {}
+    skipped: list[str] = []
     logs_dir = root / "logs"
     if logs_dir.is_dir():
         for job_dir in sorted(p for p in logs_dir.iterdir() if p.is_dir()):
             files = sorted(p for p in job_dir.rglob("*") if p.is_file())
-            if files:
-                logs[job_dir.name] = files
-    return Capture(root, fabric, errors, gnmi, logs, plan, addresses)
+            if not files:
+                continue
+            if not valid_job_id(job_dir.name):
+                skipped.append(
+                    f"logs/{job_dir.name}/ ({len(files)} files): {job_dir.name!r} is not a job "
+                    "id (letters, digits and ._:@+-, at most 128): rename the folder to the "
+                    "job's id"
+                )
+                continue
+            logs[job_dir.name] = files
+    return Capture(root, fabric, errors, gnmi, logs, plan, addresses, skipped)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from railtrace.streams.records import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN
+
 #: Lines that mean a collective is hanging or failed: a batch holding one goes out at once and
 #: is marked as a state change, so a full delivery spool never drops it.
 DEFAULT_ALERT_PATTERNS = [
@@ -67,7 +69,9 @@ class LogScraperConfig(BaseModel):
     # A file whose first lines name no job yet is given this long to write SLURM_JOB_ID.
     job_id_wait_ms: int = Field(default=10_000, ge=0)
     # The job id of files that name none; None skips such files (counted and logged).
-    fallback_job_id: str | None = None
+    fallback_job_id: str | None = Field(
+        default=None, max_length=JOB_ID_MAX_LENGTH, pattern=JOB_ID_PATTERN
+    )
     # A line longer than this is cut (the rest up to its newline is skipped, so the line
     # numbering stays that of the file); the parser reads the first 64 KiB anyway.
     max_line_bytes: int = Field(default=256 * 1024, ge=1024)

@@ -49,6 +49,7 @@ from railtrace.collectors.hosts.config import LogScraperConfig
 from railtrace.collectors.hosts.jobpath import PathTemplate, slurm_job_id
 from railtrace.collectors.hosts.offsets import FileOffset
 from railtrace.collectors.hosts.tailer import Line, Tail, decode
+from railtrace.streams.records import valid_job_id
 from railtrace.streams.wire import LogBatch, encode_log_batch
 
 log = logging.getLogger(__name__)
@@ -207,10 +208,12 @@ class LogScraper:
                 if ignored is not None and ignored == _identity(path):
                     continue
                 job = template.job_id(path)
-                if job is not None:
+                if job is None:
+                    self._undecided[path] = now
+                elif valid_job_id(job):
                     self._adopt(path, job)
                 else:
-                    self._undecided[path] = now
+                    self._ignore(path, "its job id is not one (letters, digits and ._:@+-)")
 
     def _decide_undecided(self, now: float) -> None:
         for path, since in list(self._undecided.items()):
@@ -237,15 +240,17 @@ class LogScraper:
             if self.config.fallback_job_id is not None:
                 self._adopt(path, self.config.fallback_job_id)
             else:
-                self.stats.files_without_job += 1
-                ident = _identity(path)
-                if ident is not None:
-                    self._ignored[path] = ident
-                log.warning(
-                    "log file names no job (no {job_id} in its template, no SLURM_JOB_ID in "
-                    "its first lines): skipped",
-                    extra={"path": path, "lines_scanned": len(complete)},
+                self._ignore(
+                    path, "no {job_id} in its template, no SLURM_JOB_ID in its first lines"
                 )
+
+    def _ignore(self, path: str, why: str) -> None:
+        """Skip a file that names no job railtrace can serve, until it is replaced."""
+        self.stats.files_without_job += 1
+        ident = _identity(path)
+        if ident is not None:
+            self._ignored[path] = ident
+        log.warning("log file names no job: skipped", extra={"path": path, "why": why})
 
     def _adopt(self, path: str, job_id: str) -> None:
         tail = Tail.open(path, 0, self.config.max_line_bytes)
