@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -186,15 +187,18 @@ def _open_owned(settings: Settings) -> Store:
 
 def _replay_into(settings: Settings, capture_dir: Path) -> object:
     from railtrace.render import STORED_TABLES, replay_summary
-    from railtrace.replay import CaptureError, open_capture, replay
+    from railtrace.replay import CaptureError, marker, open_capture, replay, warnings
 
     try:
         capture = open_capture(capture_dir)
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
     store = _open_owned(settings)
+    embedded = not settings.store.clickhouse_url
     settle_heap()
     try:
+        if embedded:  # until the last write: `jobs` tells a killed replay from an empty one
+            marker.begin(settings.store.data_dir, capture_dir)
         before = {t: store.count(t) for t in STORED_TABLES}
         with _progress() as bar:
             tasks: dict[str, TaskID] = {}
@@ -209,7 +213,9 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
         stored = {t: store.count(t) - before[t] for t in STORED_TABLES}
     finally:
         store.close()
-    replay_summary(err, report, stored)
+    if embedded:
+        marker.finish(settings.store.data_dir)
+    replay_summary(err, report, stored, warnings(report, time.time_ns()))
     return report
 
 
@@ -273,6 +279,24 @@ def _open_for_reading(settings: Settings) -> Store | None:
     return store
 
 
+def _quoted(part: str) -> str:
+    """One path segment of an API URL: a job id holds no `/`, `?` or `#` by its grammar, but
+    one read from an older store may, and must not change which route is asked."""
+    return urllib.parse.quote(part, safe="")
+
+
+def _unfinished_replay(settings: Settings) -> bool:
+    """Say so on stderr when the last replay into this directory stopped half way."""
+    from railtrace.replay import marker
+
+    if settings.store.clickhouse_url:
+        return False
+    found = marker.unfinished(settings.store.data_dir)
+    if found is not None:
+        err.print(f"[bold yellow]Warning:[/] {found.describe(settings.store.data_dir)}")
+    return found is not None
+
+
 def _through_owner(settings: Settings, path: str) -> object:
     """Read from the process that holds the chDB directory, through its API."""
     from railtrace.store import read_owner
@@ -288,9 +312,12 @@ def _through_owner(settings: Settings, path: str) -> object:
         with urllib.request.urlopen(request, timeout=10) as resp:
             return orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        detail = orjson.loads(exc.read() or b"{}").get("detail", str(exc))
+        try:
+            detail = orjson.loads(exc.read() or b"{}").get("detail", str(exc))
+        except (orjson.JSONDecodeError, AttributeError):
+            detail = str(exc)
         raise _fail(str(detail), 2 if exc.code == 404 else 1) from exc
-    except (urllib.error.URLError, TimeoutError) as exc:
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         raise _fail(
             f"the API of the owning process at {owner.api_url} did not answer: {exc}"
         ) from exc
@@ -496,14 +523,20 @@ def verdict(
     """Which link stalled JOB_ID: the verdict, its candidates and the evidence."""
     from railtrace.api.schemas import VerdictOut
     from railtrace.render import print_verdict
-    from railtrace.streams.records import Verdict
+    from railtrace.streams.records import Verdict, valid_job_id
 
     settings = _settings(ctx, data)
+    if not valid_job_id(job_id):
+        raise _fail(
+            f"no job {job_id!r}: a job id is letters, digits and ._:@+- (at most 128); "
+            "`railtrace jobs` lists them",
+            2,
+        )
     store = _open_for_reading(settings)
     found: Verdict | None
     if store is None:
         found = VerdictOut.model_validate(
-            _through_owner(settings, f"/v1/jobs/{job_id}/verdict")
+            _through_owner(settings, f"/v1/jobs/{_quoted(job_id)}/verdict")
         ).to_record()
     else:
         try:
@@ -511,6 +544,7 @@ def verdict(
         finally:
             store.close()
     if found is None:
+        _unfinished_replay(settings)
         raise _fail(
             f"no job {job_id!r} in {settings.store.data_dir}; `railtrace jobs` lists them", 2
         )
@@ -538,7 +572,7 @@ def jobs(
         listing = JobListOut.model_validate(_through_owner(settings, f"/v1/jobs{query}"))
         found = [
             VerdictOut.model_validate(
-                _through_owner(settings, f"/v1/jobs/{row.job_id}/verdict")
+                _through_owner(settings, f"/v1/jobs/{_quoted(row.job_id)}/verdict")
             ).to_record()
             for row in listing.jobs
         ]
@@ -553,6 +587,8 @@ def jobs(
         console.print_json(orjson.dumps(docs).decode())
     else:
         console.print(verdict_table(found))
+    if _unfinished_replay(settings):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -77,9 +77,12 @@ _WHAT = {
 }
 
 
-def replay_summary(console: Console, report: ReplayReport, stored: dict[str, int]) -> None:
+def replay_summary(
+    console: Console, report: ReplayReport, stored: dict[str, int], warnings: list[str]
+) -> None:
     """`stored` is how many more rows each table holds than before the replay: a row the store
-    already had (the same capture replayed again) is counted as held, not as stored."""
+    already had (the same capture replayed again) is counted as held, not as stored.
+    `warnings` are `replay.warnings(report, now)`."""
     seconds = report.decode_s + report.process_s
     made = {
         "link_samples": report.samples,
@@ -106,6 +109,8 @@ def replay_summary(console: Console, report: ReplayReport, stored: dict[str, int
             f"{len(report.plan_errors)} cabling-plan problems"
             + (f" (first: {report.plan_errors[0]})" if report.plan_errors else "")
         )
+    for warning in warnings:
+        console.print(f"[bold yellow]Warning:[/] {warning}")
     if report.cabling:
         console.print(
             f"[yellow]Cabling unlike cables.csv (LLDP), {len(report.cabling)} ports;[/] "

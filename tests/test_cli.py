@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from click.testing import Result
 
 from railtrace import __version__
 from railtrace.cli import DEMO_MARK
+from railtrace.replay.marker import MARKER_FILE
 from railtrace.store import read_owner
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.owner import Owner, owner_path
@@ -298,6 +300,51 @@ def test_replay_says_what_the_store_holds_and_a_second_replay_that_it_held_it_al
     ) in again, again
 
 
+def test_a_killed_replay_is_not_taken_for_a_store_without_jobs(tmp_path: Path) -> None:
+    """A replay writes its verdicts last: killed half way, `jobs` showed an empty table and
+    exited 0 though part of the capture was stored."""
+    capture, data = tmp_path / "capture", tmp_path / "data"
+    _ok(invoke("simulate", capture, "--nodes", 64, "--fault", "link-down", "--seed", 4))
+    proc = subprocess.Popen(
+        [*_railtrace(), "replay", str(capture), "--data", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_subprocess_env(),
+    )
+    deadline = time.monotonic() + 120
+    while not (data / MARKER_FILE).exists():
+        assert proc.poll() is None, "the replay ended before it could be killed"
+        assert time.monotonic() < deadline, "the replay never started storing"
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(30)
+    listed = invoke("jobs", "--data", data)
+    assert listed.exit_code == 1, listed.output
+    said = _flat(listed.stderr)
+    assert f"the replay of {capture} into {data}" in said and "did not finish" in said, said
+    assert f"railtrace replay {capture} --data {data}" in said
+    unknown = invoke("verdict", "4812", "--data", data)
+    assert unknown.exit_code == 2 and "did not finish" in _flat(unknown.stderr)
+    _ok(invoke("replay", capture, "--data", data))  # the replay again: whole and unmarked
+    assert not (data / MARKER_FILE).exists()
+    assert _ok(invoke("jobs", "--data", data)).exit_code == 0
+
+
+@pytest.mark.chdb
+def test_replay_warns_of_a_capture_without_telemetry_or_logs(
+    tmp_path: Path,
+) -> None:
+    capture, data = tmp_path / "capture", tmp_path / "data"
+    _ok(invoke("simulate", capture, "--nodes", 64, "--fault", "link-down", "--seed", 4))
+    shutil.rmtree(capture / "logs")
+    files = sorted((capture / "gnmi").iterdir())
+    for f in files:
+        f.write_text("")
+    said = _flat(_ok(invoke("replay", capture, "--data", data)).stderr)
+    assert f"Warning: no switch telemetry was read from the {len(files)} files in gnmi/" in said
+    assert "Warning: no job logs: logs/<job_id>/ is missing or empty" in said
+
+
 def test_replay_without_cables_csv_names_the_missing_file(tmp_path: Path) -> None:
     capture = tmp_path / "capture"
     (capture / "gnmi").mkdir(parents=True)
@@ -448,6 +495,17 @@ class TestReadingThroughTheServingProcess:
         assert done.returncode == 2, done.stderr
         assert "no job 'no-such-job'" in _flat(done.stderr)
         assert "Traceback" not in done.stderr
+
+    @pytest.mark.parametrize("job", ["../tokens", "a b", "x?state=stalled", "4%2F2", "j#1"])
+    def test_a_job_id_that_is_none_asks_nothing_else_through_the_api(
+        self, served: Server, job: str
+    ) -> None:
+        """Put in the URL unquoted, `../tokens` asked another route and `a b` was a
+        traceback; each is a job that is not there."""
+        done = _run("verdict", job, "--data", served.data, cwd=served.log.parent)
+        assert done.returncode in (1, 2), done.stderr
+        assert "Traceback" not in done.stderr
+        assert f"no job {job!r}: a job id is" in _flat(done.stderr), done.stderr
 
     def test_replay_into_the_held_directory_is_refused(
         self, served: Server, incident: Incident

@@ -3,8 +3,9 @@
 Owns file reading; the core it drives (`railtrace.streams.pipeline`) stays I/O-free.
 """
 
+from railtrace.replay import marker
 from railtrace.replay.capture import Capture, CaptureError, open_capture
-from railtrace.replay.runner import DiscardSink, ReplayReport, Sink, replay
+from railtrace.replay.runner import DiscardSink, ReplayReport, Sink, replay, warnings
 
 __all__ = [
     "Capture",
@@ -12,6 +13,8 @@ __all__ = [
     "DiscardSink",
     "ReplayReport",
     "Sink",
+    "marker",
     "open_capture",
     "replay",
+    "warnings",
 ]

@@ -82,6 +82,10 @@ class ReplayReport:
     unknown_paths: int = 0
     unknown_interfaces: int = 0
     plan_errors: list[str] = field(default_factory=list)
+    #: What of the capture was left out, and why (see `Capture.skipped`).
+    skipped: list[str] = field(default_factory=list)
+    gnmi_files: int = 0
+    log_files: int = 0
     decode_s: float = 0.0
     #: The part of decode_s spent parsing logs.
     logs_s: float = 0.0
@@ -212,7 +216,12 @@ def replay(
     progress: Progress | None = None,
 ) -> ReplayReport:
     """Feed a whole capture through the core and the sink; returns what happened."""
-    report = ReplayReport(plan_errors=list(capture.plan_errors))
+    report = ReplayReport(
+        plan_errors=list(capture.plan_errors),
+        skipped=list(capture.skipped),
+        gnmi_files=len(capture.gnmi_files),
+        log_files=capture.log_file_count,
+    )
     tick = progress or (lambda _stage, _n, _total: None)
     started = time.perf_counter()
     decoded = _decode(capture, report, sink, tick)
@@ -256,6 +265,47 @@ def replay(
     report.link_events = len(out.events)
     report.unknown_interfaces = pipeline.correlator.stats.unknown_interfaces
     return report
+
+
+#: A record stamped further than this past the replaying machine's clock is called out: the
+#: collectors re-stamp what is more than an hour ahead, so a capture should hold none.
+FUTURE_SLACK_NS = 3600 * 1_000_000_000
+
+
+def warnings(report: ReplayReport, now_ns: int) -> list[str]:
+    """What a person must know about a replay that the verdicts do not say: input that was
+    missing, unreadable or left out, and clocks that cannot be right (`now_ns`: this machine's
+    time). Each is a sentence saying what it means for the verdicts."""
+    out = list(report.skipped)
+    if report.telemetry_values == 0:
+        out.append(
+            "no switch telemetry: gnmi/ is missing or holds no *.json or *.jsonl file, so no "
+            "link can be blamed"
+            if report.gnmi_files == 0
+            else f"no switch telemetry was read from the {report.gnmi_files} files in gnmi/ "
+            "(empty, or every message a dead letter), so no link can be blamed"
+        )
+    if report.facts == 0:
+        out.append(
+            "no job logs: logs/<job_id>/ is missing or empty, so there is no job to judge"
+            if report.log_files == 0
+            else f"the {report.log_files} log files gave no job facts (no NCCL, PyTorch, "
+            "trainer or kernel line railtrace reads), so there is no job to judge"
+        )
+    ahead = report.last_event_ns - now_ns
+    if ahead > FUTURE_SLACK_NS:
+        newest = datetime.fromtimestamp(report.last_event_ns / 1e9, tz=UTC)
+        out.append(
+            f"the capture's newest record is stamped {newest:%Y-%m-%d %H:%M:%S} UTC, "
+            f"{_span(ahead)} after this machine's clock: a switch or host clock is wrong, and "
+            "the verdicts are dated by it"
+        )
+    return out
+
+
+def _span(ns: int) -> str:
+    days = ns / 86_400e9
+    return f"{days:,.0f} days" if days >= 2 else f"{ns / 3600e9:,.1f} hours"
 
 
 def _merged(

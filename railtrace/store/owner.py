@@ -61,7 +61,7 @@ def read_owner(data_dir: Path) -> Owner | None:
         owner = Owner(pid=int(d["pid"]), api_url=d.get("api_url"), api_token=d.get("api_token"))
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
-    if not _alive(owner.pid):
+    if not pid_alive(owner.pid):
         log.info("ignoring stale owner file", extra={"data_dir": str(data_dir), "pid": owner.pid})
         return None
     return owner
@@ -96,7 +96,8 @@ def status_locked(data_dir: Path) -> bool:
         os.close(fd)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (this user's or another's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
