@@ -27,6 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from railtrace.private import private_opener
+
 PREFIX = "rt_"
 FILE_VERSION = 1
 
@@ -107,7 +109,7 @@ class TokenBook:
         self.path = path
         # (inode, mtime_ns, size) of the file _by_id was read from; writers replace the file,
         # so a new inode says it changed even within one mtime tick
-        self._seen: tuple[int, int, int] | None = None
+        self._seen: tuple[int, int, int, int] | None = None
         self._by_id: dict[str, TokenInfo] = {}
         self._local: dict[str, TokenInfo] = {}
         self._mutex = threading.Lock()
@@ -196,9 +198,14 @@ class TokenBook:
             with self._mutex:
                 self._seen, self._by_id = None, {}
             return
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size, st.st_mode)
         if stamp == self._seen:
             return
+        if st.st_mode & 0o077:
+            raise TokenFileError(
+                f"{self.path} is mode {st.st_mode & 0o777:04o}: others on this machine can "
+                f"read or change who may use the API. Run `chmod 600 {self.path}`"
+            )
         with self._mutex:
             self._by_id = self._read()
             self._seen = stamp
@@ -222,7 +229,7 @@ class TokenBook:
         """The tokens under an exclusive lock; what the block leaves in the dict is written."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a") as lock:
+        with open(lock_path, "a", opener=private_opener) as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             tokens = self._read()
             yield tokens

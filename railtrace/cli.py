@@ -7,6 +7,7 @@ adapters; none of them holds logic of its own beyond presenting results.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -35,6 +36,7 @@ from rich.progress import (
 from railtrace import __version__
 from railtrace.gctuning import settle_heap
 from railtrace.logconfig import configure
+from railtrace.private import UMASK
 from railtrace.settings import Settings, load_settings
 from railtrace.simulate.scenario import Fault
 from railtrace.streams.records import JobState
@@ -995,4 +997,7 @@ def collect_ufm(ctx: typer.Context) -> None:
 
 
 def main() -> None:
+    # Before anything is created: what libraries write inside railtrace's (0700) directories,
+    # chDB's parts among them, is then private too (railtrace.private).
+    os.umask(UMASK)
     app()

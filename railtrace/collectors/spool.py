@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from railtrace.collectors.emit import Outgoing
+from railtrace.private import open_appending, private_dir, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class Spool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self.dropped: Counter[str] = Counter()
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         self._segments: list[int] = sorted(int(p.stem) for p in directory.glob("*.seg"))
         self._cursor = self._load_cursor()
         self._next_seq = self._recover()
@@ -111,7 +112,7 @@ class Spool:
         # last mark at or before a record dates it to within that (until drops move marks).
         self._marks: deque[tuple[int, int, float]] = deque(self._marks_on_open())
         self._tail: BinaryIO | None = (
-            self._path(self._segments[-1]).open("ab") if self._segments else None
+            open_appending(self._path(self._segments[-1])) if self._segments else None
         )
 
     # -- writing ------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class Spool:
             self._tail.close()
         self._segments.append(self._next_seq)
         self._sizes[self._next_seq] = 0
-        self._tail = self._path(self._next_seq).open("ab")
+        self._tail = open_appending(self._path(self._next_seq))
 
     def _make_room(self) -> None:
         """Drop the samples of the oldest segments until the spool fits, keeping their state
@@ -167,7 +168,8 @@ class Spool:
                 continue
             body = b"".join(kept)
             tmp = self._path(first).with_suffix(".tmp")
-            tmp.write_bytes(body)
+            with open(tmp, "wb", opener=private_opener) as out:
+                out.write(body)
             os.replace(tmp, self._path(first))
             self._unacked += len(body) - (self._sizes[first] - start)
             self._sizes[first] = len(body)
@@ -325,7 +327,8 @@ class Spool:
 
     def _save_cursor(self, position: Position) -> None:
         tmp = self.dir / "cursor.tmp"
-        tmp.write_text(f"{position.segment} {position.offset}\n")
+        with open(tmp, "w", opener=private_opener) as out:
+            out.write(f"{position.segment} {position.offset}\n")
         os.replace(tmp, self.dir / "cursor")
         self._cursor = position
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import chdb.session
 import pyarrow as pa
 
+from railtrace.private import private_dir
 from railtrace.store.base import StoreError, StoreLockedError
 from railtrace.store.owner import read_owner, remove_owner, status_locked, write_owner
 from railtrace.store.schema import DEFAULT_DATABASE, Table
@@ -55,7 +56,7 @@ class ChdbStore(SqlStore):
         self._readers = threading.local()
         self._reader_conns: list[_Session] = []
         self.data_dir = data_dir.resolve()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         try:
             self._session: _Session | None = _open_session(str(self.data_dir))
         except RuntimeError as exc:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from railtrace.private import DIR_MODE, private_opener
+
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically, creating its directory if needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace `path` with `data` atomically (0600), creating its directory (0700) if needed."""
+    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
+    with open(tmp, "wb", opener=private_opener) as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
