@@ -235,6 +235,12 @@ async def _partitions(consumer: Any, topic: str) -> set[int]:
 async def read_topic(topic: str) -> list[tuple[bytes, bytes]]:
     """Every (key, value) on `topic` now, partition by partition, each in its order; empty
     when the topic does not exist (yet)."""
+    return [(r.key or b"", r.value or b"") for r in await read_records(topic)]
+
+
+async def read_records(topic: str) -> list[Any]:
+    """Every record (aiokafka's ConsumerRecord: key, value, timestamp...) on `topic` now, as
+    `read_topic` orders them."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
@@ -246,10 +252,10 @@ async def read_topic(topic: str) -> list[tuple[bytes, bytes]]:
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         ends = await consumer.end_offsets(tps)
-        out: list[tuple[bytes, bytes]] = []
+        out: list[Any] = []
         while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                out += [(r.key or b"", r.value or b"") for r in records]
+                out += records
         return out
     finally:
         await consumer.stop()

@@ -4,15 +4,26 @@ faust-streaming workers and the sink into the store, must give the embedded repl
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import time
 import urllib.error
+import uuid
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from kafka_support import BOOTSTRAP, Stack, differences, require_broker, stack
+from kafka_support import (
+    BOOTSTRAP,
+    RAILTRACE,
+    Stack,
+    differences,
+    read_records,
+    require_broker,
+    stack,
+)
 
 from railtrace.api.schemas import VerdictOut
 from railtrace.replay import DiscardSink, open_capture, replay
@@ -151,3 +162,32 @@ def _consume(topic: str, want: int, timeout: float = 60) -> list[Any]:
             return values
         time.sleep(1)
     return values
+
+
+def test_a_published_capture_is_stamped_now_not_at_its_own_months_old_time(
+    tmp_path: Path,
+) -> None:
+    """The raw topics keep a few days by record time: stamped with a capture's own time, the
+    unread backlog of an old capture was deleted by the broker's retention within minutes."""
+    require_broker()
+    cap = tmp_path / "cap"
+    write_capture(cap, 2, Fault.LINK_DOWN, 3, watchdog_s=WATCHDOG_S)
+    prefix = f"stamp{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    env |= {
+        "RAILTRACE_KAFKA__BOOTSTRAP_SERVERS": BOOTSTRAP,
+        "RAILTRACE_KAFKA__TOPIC_PREFIX": prefix,
+    }
+    before_ms = time.time() * 1000
+    done = subprocess.run(
+        [RAILTRACE, "replay", str(cap), "--kafka"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    records = asyncio.run(read_records(f"{prefix}.raw.gnmi.v1"))
+    assert records
+    assert min(r.timestamp for r in records) >= before_ms - 60_000

@@ -1,8 +1,9 @@
 """`railtrace replay DIR --kafka`: a capture published onto the raw topics, as if live.
 
-gNMI messages go to the raw gNMI topic keyed by switch, with their own timestamps as record
-timestamps; log files go to the raw log topic keyed by job, in batches of consecutive lines
-with their positions (so the workers' parsers can drop redeliveries). Sources are named as the
+gNMI messages go to the raw gNMI topic keyed by switch, stamped when sent (the raw topics keep
+a few days by record time, and a capture may be months old); log files go to the raw log topic
+keyed by job, in batches of consecutive lines with their positions (so the workers' parsers
+can drop redeliveries). Sources are named as the
 embedded replay names them, so both paths reach identical verdicts.
 """
 
@@ -41,13 +42,6 @@ def _source(message: object) -> str | None:
     if isinstance(message, list) and message:
         return _source(message[0])
     return None
-
-
-def _timestamp_ms(message: object) -> int | None:
-    if isinstance(message, list) and message:
-        message = message[0]
-    ts = message.get("timestamp") if isinstance(message, dict) else None
-    return ts // 1_000_000 if isinstance(ts, int) and ts > 0 else None
 
 
 def log_batches(capture: Capture) -> Iterator[wire.LogBatch]:
@@ -94,12 +88,10 @@ async def publish(
                 if device is None:
                     done.skipped += 1  # torn or sourceless: the embedded replay skips it too
                     continue
-                await producer.send(
-                    gnmi_topic,
-                    orjson.dumps(message),
-                    key=device.encode(),
-                    timestamp_ms=_timestamp_ms(message),
-                )
+                # Stamped now, as the broker would: the capture's own time is in the message,
+                # and a record stamped months ago is past the raw topic's retention, which
+                # deleted the unread backlog within minutes.
+                await producer.send(gnmi_topic, orjson.dumps(message), key=device.encode())
                 done.gnmi_messages += 1
             if progress:
                 progress(1)
