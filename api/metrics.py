@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 
 PREFIX = "railtrace_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: The methods a label may name; any other is counted as `other`. A label's values must be a
+#: set fixed in advance: labelled by the raw method, 20,000 requests with invented ones (no
+#: token needed) grew the process by 85 MB and /metrics to 40 MB.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class SinkFigures(Protocol):
@@ -111,7 +115,8 @@ class ApiMetrics:
         route = request.scope.get("route")
         # The template (`/v1/jobs/{job_id}/verdict`), never the raw path: job ids are unbounded.
         template = getattr(route, "path", "unmatched")
-        self.requests.labels(template, request.method, str(response.status_code)).observe(
+        method = request.method if request.method in METHODS else "other"
+        self.requests.labels(template, method, str(response.status_code)).observe(
             time.perf_counter() - started
         )
         return response

@@ -64,6 +64,22 @@ def test_metrics_count_requests_by_route_template_and_read_the_store(store: Chdb
     assert got[("railtrace_sink_lag_messages", (("topic", "railtrace.verdicts.v1"),))] == 3
 
 
+def test_invented_http_methods_cannot_grow_the_metrics_without_bound(store: ChdbStore) -> None:
+    """No token is needed to send a request, so no label may take a value the client picks."""
+    client = api_client(store)
+    for i in range(300):
+        client.request(f"X{i}GET", "/v1/jobs")
+    client.request("GET", "/v1/jobs")
+    got = _samples(client.get("/metrics").text)
+    methods = {dict(labels)["method"] for (name, labels) in got if "method" in dict(labels)}
+    assert methods <= {"GET", "other"}, sorted(methods)[:5]
+    count = "railtrace_api_request_seconds_count"
+    others = sum(
+        v for (name, labels), v in got.items() if name == count and ("method", "other") in labels
+    )
+    assert others == 300
+
+
 def test_the_delay_from_stall_to_verdict_is_reported_for_recent_verdicts(store: ChdbStore) -> None:
     store.write_verdicts([s.verdict("slurm-1")])  # decided 600 s after its stall
     got = _samples(api_client(store).get("/metrics").text)
