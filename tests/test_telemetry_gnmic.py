@@ -413,3 +413,52 @@ def test_a_timestamp_outside_the_times_railtrace_holds_is_a_dead_letter(timestam
     assert decoder.feed_text(message + "\n", "f.json") == []
     (dead,) = decoder.stats.take_dead_letters()
     assert "timestamp" in dead.reason
+
+
+def _counters(value: str) -> str:
+    return (
+        '{"source":"leaf1","timestamp":1700000000000000000,"updates":[{"Path":'
+        '"interfaces/interface[name=swp1]/state/counters","values":'
+        '{"interfaces/interface/state/counters":' + value + "}}]}"
+    )
+
+
+@pytest.mark.parametrize("levels", [100, 300, 1000])  # orjson itself refuses over 1024
+def test_a_message_nested_beyond_any_model_is_counted_not_a_crash(levels: int) -> None:
+    """Fuzzed: past ~255 levels orjson cannot dump the dead letter, past ~990 flattening
+    recursed out of the interpreter's stack."""
+    nested = '{"a":' * levels + "1" + "}" * levels
+    good = _counters('{"in-octets":"7",' + '"deep":' + nested + "}")
+    decoder = GnmicDecoder()
+    values = decoder.feed_text(
+        good + "\n" + good.replace('"timestamp":1', '"timestamp":[' * 10) + "\n", "f.json"
+    )
+    assert [(v.metric, v.value) for v in values] == [(Metric.IN_OCTETS, 7)]
+    assert (
+        decoder.stats.dead_letter_count + decoder.stats.bad_values + decoder.stats.unknown_paths
+        >= 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ('"' + "9" * 5000 + '"', False),  # int() refuses over 4,300 digits: was a ValueError
+        ('"18446744073709551615"', True),  # the largest 64-bit counter
+        ('"18446744073709551616"', False),
+        ('{"uintVal":{"uintVal":{"uintVal":"5"}}}', False),
+        ('{"decimalVal":{"digits":"x","precision":1}}', False),
+    ],
+)
+def test_a_counter_no_switch_could_send_is_a_bad_value_not_a_crash(value: str, kept: bool) -> None:
+    decoder = GnmicDecoder()
+    values = decoder.feed_text(_counters('{"in-octets":' + value + "}") + "\n", "f.json")
+    assert bool(values) == kept
+    assert decoder.stats.bad_values == (0 if kept else 1)
+
+
+def test_a_timestamp_of_thousands_of_digits_is_a_dead_letter() -> None:
+    message = _counters('{"in-octets":"7"}').replace("1700000000000000000", '"' + "1" * 5000 + '"')
+    decoder = GnmicDecoder()
+    assert decoder.feed_text(message + "\n", "f.json") == []
+    assert "timestamp" in decoder.stats.take_dead_letters()[0].reason

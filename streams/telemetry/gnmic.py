@@ -82,7 +82,8 @@ def _timestamp(value: Any) -> int:
         return _in_range(int(value))
     if value is None:
         raise DecodeError("missing timestamp")
-    raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {str(value)[:40]!r}")
+    shown = repr(value)[:40] if isinstance(value, str | int | float) else type(value).__name__
+    raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {shown}")
 
 
 def _in_range(ts_ns: int) -> int:
@@ -213,6 +214,14 @@ def _values(parts: list[Leaves], stats: DecodeStats | None) -> list[TelemetryVal
     return out
 
 
+def _raw(message: Any) -> bytes:
+    """A bad message's bytes for its dead letter, bounded; orjson refuses over 255 levels."""
+    try:
+        return orjson.dumps(message)[:MAX_RAW_BYTES]
+    except orjson.JSONEncodeError:
+        return b"(a JSON value nested too deeply to show)"
+
+
 class GnmicDecoder:
     """Text gnmic wrote (a file, a stdout capture, Kafka payloads) in, TelemetryValues out.
 
@@ -236,8 +245,9 @@ class GnmicDecoder:
             try:
                 values, updates = decode_with_lldp(item, self.stats)
             except DecodeError as exc:
-                raw = orjson.dumps(item)[:MAX_RAW_BYTES]
-                self.stats.dead_letter(DeadLetter(source, f"malformed message: {exc.reason}", raw))
+                self.stats.dead_letter(
+                    DeadLetter(source, f"malformed message: {exc.reason}", _raw(item))
+                )
                 continue
             out.extend(values)
             if lldp is not None:

@@ -23,6 +23,13 @@ KEY_LEAVES = ("name", "interface-id", "priority", "index", "id", "lane", "lane-n
 
 #: Event tags tried for the interface when a path's own interface key is absent.
 INTERFACE_TAGS = ("interface_name", "interface_interface-id")
+#: Subtrees nested deeper than this are not flattened (their leaves are counted bad): no YANG
+#: model railtrace reads is a tenth as deep, and a hostile message nested a thousand levels
+#: would otherwise exhaust the interpreter's recursion.
+MAX_DEPTH = 64
+#: The largest counter, 2**64 - 1, as a decimal string: a longer one, or one of its length that
+#: sorts after it, is no counter.
+_MAX_COUNTER = str(2**64 - 1)
 
 
 class _Target(NamedTuple):
@@ -52,6 +59,16 @@ def _resolve(path: str) -> _Target | None:
     return _Target(entry.metric, interface, qualifier, entry, entry.metric in COUNTER_METRICS)
 
 
+def _fits_counter(digits: str) -> bool:
+    """Whether a decimal string is at most 2**64 - 1, without converting it.
+
+    >>> _fits_counter("18446744073709551615"), _fits_counter("18446744073709551616")
+    (True, False)
+    """
+    n = len(digits)
+    return n < len(_MAX_COUNTER) or (n == len(_MAX_COUNTER) and digits <= _MAX_COUNTER)
+
+
 def keyed_path(path: str, entry: dict[str, Any]) -> str:
     """A list entry's path with its key leaves written as xpath keys: `interface[name=e1]`."""
     keys = "".join(f"[{k}={entry[k]}]" for k in KEY_LEAVES if k in entry)
@@ -73,19 +90,21 @@ class Leaves:
         self.lldp: list[LldpLeaf] | None = None
         self.lldp_deletes: list[tuple[str | None, str | None]] | None = None
 
-    def add(self, path: str, value: Any) -> None:
+    def add(self, path: str, value: Any, depth: int = 0) -> None:
         """Add the TelemetryValue(s) of `value` at `path`, or count why there are none."""
         kind = type(value)
-        if kind is dict and not is_typed(value):
+        if (kind is dict or kind is list) and depth > MAX_DEPTH:
+            self.bad += 1
+        elif kind is dict and not is_typed(value):
             for name, child in value.items():
-                self.add(f"{path}/{name}", child)
+                self.add(f"{path}/{name}", child, depth + 1)
         elif kind is list and value and type(value[0]) is dict:
             for item in value:
                 if isinstance(item, dict):
                     keyed = keyed_path(path, item)
                     for name, child in item.items():
                         if name not in KEY_LEAVES:
-                            self.add(f"{keyed}/{name}", child)
+                            self.add(f"{keyed}/{name}", child, depth + 1)
         elif (target := _resolve(path)) is None:
             if "lldp" in path and (leaf := neighbour_leaf(path, value, self.tags)) is not None:
                 if self.lldp is None:
@@ -100,7 +119,10 @@ class Leaves:
             converted: int | float | str | None
             if not interface:
                 self.unattributed += 1
-            elif counter and ((kind is int and value >= 0) or (kind is str and value.isdecimal())):
+            elif counter and (
+                (kind is int and value >= 0)
+                or (kind is str and value.isdecimal() and _fits_counter(value))
+            ):
                 # the common cases, without the general conversion
                 self.out.append(
                     TelemetryValue(

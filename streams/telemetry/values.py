@@ -25,6 +25,8 @@ TYPED_KEYS = frozenset(
     }
 )
 _DECIMAL_KEYS = frozenset({"digits", "precision"})
+#: Counters are at most 64-bit: a larger reading is garbage, not a count.
+COUNTER_LIMIT = 2**64
 
 
 def is_typed(value: dict[str, Any]) -> bool:
@@ -50,7 +52,11 @@ def unwrap(value: dict[str, Any]) -> Any:
             return None
         return digits / 10**precision
     inner = next(iter(value.values()))
-    return unwrap(inner) if isinstance(inner, dict) else inner
+    # protojson nests a Decimal64 once ({"decimalVal": {"digits": .., "precision": ..}});
+    # a wrapped value inside a wrapped value is no gNMI value.
+    if isinstance(inner, dict):
+        return unwrap(inner) if inner.keys() <= _DECIMAL_KEYS else None
+    return inner
 
 
 def to_number(value: Any) -> int | float | None:
@@ -123,4 +129,4 @@ def convert(metric: Metric, value: Any) -> int | float | str | None:
         return None
     if metric is Metric.RX_POWER_DBM or metric is Metric.TEMPERATURE_C:
         return float(number)
-    return number if number >= 0 else None
+    return number if 0 <= number < COUNTER_LIMIT else None
