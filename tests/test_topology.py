@@ -163,6 +163,23 @@ def test_a_repeated_column_railtrace_does_not_read_is_harmless():
     assert len(plan.cables) == 1 and not plan.errors
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        'n7,dcim.interface,"mlx5_0,leaf,dcim.interface,swp7',  # a quote left open
+        "n7,dcim.interface,mlx5_0,leaf,dcim.interface," + "x" * 200_000,  # over csv's limit
+        "n7,dcim.interface,\x00,leaf,dcim.interface,swp7",
+    ],
+)
+def test_an_unreadable_row_is_one_error_and_the_rows_after_it_are_kept(bad):
+    """Found by the fuzzer: either used to end the file (or swallow every row up to the next
+    quote), losing every cable after it."""
+    good = [f"n{i},dcim.interface,mlx5_0,leaf,dcim.interface,swp{i}" for i in range(1, 5)]
+    plan = parse_cables_csv("\n".join([HEADER, *good[:2], bad, *good[2:]]) + "\n")
+    assert [c.a.device for c in plan.cables] == ["n1", "n2", "n3", "n4"]
+    assert len(plan.errors) == 1 and "line 4" in plan.errors[0], plan.errors
+
+
 def test_garbled_csv_keeps_rows_before_the_damage():
     text = f'{HEADER}\nn1,dcim.interface,mlx5_0,leaf,dcim.interface,swp1\n"unterminated\x00,\n'
     plan = parse_cables_csv(text)

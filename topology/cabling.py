@@ -40,8 +40,13 @@ class CablePlan:
 def _rows(
     text: str, required: tuple[str, ...], what: str
 ) -> tuple[list[tuple[int, dict[str, str]]], list[str]]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    """The rows of a CSV, one per physical line: no field of these files spans lines, so a row
+    that does not parse (an unclosed quote, a field over the csv module's size limit) is one
+    error, and the rows after it are still read; a quote left open no longer swallows every
+    row up to the next quote."""
+    lines = text.lstrip("\ufeff").splitlines()
+    header_at = next((i for i, line in enumerate(lines) if line.strip()), None)
+    header = [] if header_at is None else [h.strip() for h in _fields(lines[header_at]) or []]
     missing = [c for c in required if c not in header]
     if missing:
         return [], [f"{what}: missing column(s) {', '.join(missing)}; header is {header}"]
@@ -53,18 +58,30 @@ def _rows(
             for c in twice
         )
         return [], [f"{what}: a column appears twice in the header ({where}); keep one"]
-    reader.fieldnames = header
+    assert header_at is not None
     rows: list[tuple[int, dict[str, str]]] = []
     errors: list[str] = []
-    try:
-        for row in reader:
-            values = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
-            rows.append((reader.line_num, values))
-    except csv.Error as exc:
-        errors.append(
-            f"{what} line {reader.line_num}: unreadable CSV ({exc}); rows after it skipped"
-        )
+    for number, line in enumerate(lines[header_at + 1 :], start=header_at + 2):
+        if not line.strip():
+            continue
+        fields = _fields(line)
+        if fields is None:
+            errors.append(
+                f"{what} line {number}: unreadable CSV (an unclosed quote, or a field "
+                "over 128 KiB); skipped"
+            )
+            continue
+        values = {h: (fields[i].strip() if i < len(fields) else "") for i, h in enumerate(header)}
+        rows.append((number, values))
     return rows, errors
+
+
+def _fields(line: str) -> list[str] | None:
+    """One line's fields, or None when it is not one CSV row."""
+    try:
+        return next(csv.reader([line], strict=True), [])
+    except csv.Error:
+        return None
 
 
 def parse_cables_csv(text: str) -> CablePlan:
@@ -90,8 +107,15 @@ def parse_cables_csv(text: str) -> CablePlan:
             continue
         a = Endpoint(row["side_a_device"], row["side_a_name"])
         b = Endpoint(row["side_b_device"], row["side_b_name"])
-        if not all((a.device, a.interface, b.device, b.interface)):
+        names = (a.device, a.interface, b.device, b.interface)
+        if not all(names):
             plan.errors.append(f"cables.csv line {line}: empty device or interface name; skipped")
+            continue
+        if not all(n.isprintable() for n in names):
+            plan.errors.append(
+                f"cables.csv line {line}: a device or interface name holds control "
+                "characters; skipped"
+            )
             continue
         if a == b:
             plan.errors.append(
