@@ -116,3 +116,20 @@ def test_watchdog_line_without_work_fields_is_a_dead_letter() -> None:
     )
     assert facts == []
     assert stats.dead_letters[0].extra["rule"] == "torch-watchdog"
+
+
+def test_a_stray_last_error_line_does_not_swallow_the_watchdog_line_after_it() -> None:
+    """Found by the fuzzer: a line ending `Last error:` made the next line its continuation,
+    whatever it was, and a watchdog timeout right after it was lost."""
+    watchdog = real_lines("llamafactory_6269_watchdog_pt24.log")[0]
+    alone, _ = parse_lines([watchdog], job_id=JOB, source="inline", year_hint=2024)
+    after, _ = parse_lines(
+        ["[rank0]: something failed. Last error:", watchdog],
+        job_id=JOB,
+        source="inline",
+        year_hint=2024,
+    )
+    assert len(of_type(alone, CollectiveTimeout)) == 1
+    assert [(t.seq, t.op) for t in of_type(after, CollectiveTimeout)] == [
+        (t.seq, t.op) for t in of_type(alone, CollectiveTimeout)
+    ]

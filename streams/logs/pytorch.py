@@ -86,9 +86,10 @@ class TorchRules:
                 return []
             self._awaiting_last_error = False
             found = classify(body)
-            if found is None:
-                return []
-            return self._error(found[0], found[1], body, ts_ns, line_no, where)
+            if found is not None:
+                return self._error(found[0], found[1], body, ts_ns, line_no, where)
+            # Not the error text `Last error:` announced (a stray one, or the text never
+            # came): the line is read as itself, a watchdog timeout perhaps.
         if "WorkNCCL(" in text:
             return self._timeout(text, ts_ns, line_no, where)
         # Every error-code text and "Last error:" contain "rror"; cheap exit for all other lines.
