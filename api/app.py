@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from railtrace import __version__
 from railtrace.api.auth import require
-from railtrace.api.deps import reject_unknown_query
+from railtrace.api.deps import STRICT, reject_unknown_query
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics, SinkFigures
 from railtrace.api.routes import health, incidents, jobs, links, nodes, topology
@@ -62,15 +62,15 @@ def create_app(
     app.add_exception_handler(StoreError, _store_unavailable)
     strict = Depends(reject_unknown_query)
     reader = [strict, Security(require(Scope.READ))]
-    app.include_router(health.router, dependencies=[strict])
-    app.include_router(incidents.router, dependencies=[strict])
+    app.include_router(health.router, dependencies=[strict], responses=STRICT)
+    app.include_router(incidents.router, dependencies=[strict], responses=STRICT)
     app.mount("/static", StaticFiles(directory=incidents.STATIC_DIR), name="static")
     for router in (jobs.router, topology.router, nodes.router, links.router):
-        app.include_router(router, dependencies=reader, responses=SECURED)
+        app.include_router(router, dependencies=reader, responses={**SECURED, **STRICT})
     app.include_router(
         token_routes.router,
         dependencies=[strict, Security(require(Scope.ADMIN))],
-        responses=SECURED,
+        responses={**SECURED, **STRICT},
     )
     metrics = ApiMetrics(store, sink)
     app.middleware("http")(metrics.middleware)
@@ -88,7 +88,7 @@ def create_app(
         tags=["health"],
         response_class=Response,
         dependencies=reader,
-        responses=SECURED,
+        responses={**SECURED, **STRICT},
     )
     def prometheus_metrics() -> Response:
         """railtrace's own health for Prometheus (with a read token): request latency per

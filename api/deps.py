@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from railtrace.api.schemas import ValidationErrorOut
 from railtrace.store import Store
 from railtrace.streams.records import JOB_ID_MAX_LENGTH, JOB_ID_PATTERN, JobState
 from railtrace.topology.fabric import Fabric
@@ -70,6 +71,16 @@ def _query_aliases(dependant: Dependant) -> Iterator[str]:
 
 #: By id(route): routes live as long as their app and are not hashable.
 _QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+#: What `reject_unknown_query` adds to every route's documented answers, those that take no
+#: parameter of their own included (FastAPI documents 422 only for those that do).
+STRICT: dict[int | str, dict[str, Any]] = {
+    422: {
+        "model": ValidationErrorOut,
+        "description": "A query parameter this route does not take, or a value it refuses.",
+    }
+}
 
 
 def reject_unknown_query(request: Request) -> None:

@@ -246,6 +246,20 @@ class ErrorOut(BaseModel):
     detail: str
 
 
+class ValidationProblemOut(BaseModel):
+    """One refused part of a request: where (`["query", "since"]`), what and why."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(BaseModel):
+    """A 422: every part of the request that was refused."""
+
+    detail: list[ValidationProblemOut]
+
+
 class HealthOut(BaseModel):
     status: Literal["ok", "ready"]
 
