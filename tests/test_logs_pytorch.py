@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from logs_support import JOB, of_type, parse_real, parse_text, real_lines, utc_ns
 
 from railtrace.streams.logs import parse_lines
-from railtrace.streams.records import CollectiveTimeout, LogOrigin
+from railtrace.streams.records import CollectiveTimeout, LogOrigin, NetError
+
+FUZZ = Path(__file__).parent / "fixtures" / "fuzz"
 
 WATCHDOG = [
     # (fixture, line index, rank, seq, op, timeout_ms, ran_for_ms)
@@ -133,3 +137,15 @@ def test_a_stray_last_error_line_does_not_swallow_the_watchdog_line_after_it() -
     assert [(t.seq, t.op) for t in of_type(after, CollectiveTimeout)] == [
         (t.seq, t.op) for t in of_type(alone, CollectiveTimeout)
     ]
+
+
+def test_an_error_line_after_a_stray_last_error_is_its_own_error() -> None:
+    """Reduced by the fuzzer (tests/fixtures/fuzz): the remote-error line was read as the
+    stray `Last error:`'s text and came out as an ib-completion error."""
+    lines = (FUZZ / "stray-last-error-then-remote-error.log").read_bytes().splitlines()
+    alone, _ = parse_lines(lines[1:], job_id=JOB, source="inline", year_hint=2024)
+    after, _ = parse_lines(lines, job_id=JOB, source="inline", year_hint=2024)
+    assert [(e.kind, e.peer) for e in of_type(after, NetError)] == [
+        (e.kind, e.peer) for e in of_type(alone, NetError)
+    ]
+    assert [e.kind for e in of_type(alone, NetError)] == ["remote-error"]

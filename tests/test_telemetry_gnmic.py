@@ -462,3 +462,11 @@ def test_a_timestamp_of_thousands_of_digits_is_a_dead_letter() -> None:
     decoder = GnmicDecoder()
     assert decoder.feed_text(message + "\n", "f.json") == []
     assert "timestamp" in decoder.stats.take_dead_letters()[0].reason
+
+
+def test_an_event_tag_nested_a_thousand_levels_names_nothing_and_crashes_nothing() -> None:
+    """Reduced by the fuzzer (tests/fixtures/fuzz): naming the qualifier str()ed the tag."""
+    text = Path(__file__).parent / "fixtures" / "fuzz" / "event-tag-nested-1000-levels.jsonl"
+    decoder = GnmicDecoder()
+    decoder.feed_text(text.read_text(), "f.jsonl")
+    assert decoder.stats.messages == 1

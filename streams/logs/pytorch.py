@@ -85,7 +85,9 @@ class TorchRules:
             if not body:
                 return []
             self._awaiting_last_error = False
-            found = classify(body)
+            found = None
+            if "WorkNCCL(" not in text and classify_exception(body) is None:
+                found = classify(body)
             if found is not None:
                 return self._error(found[0], found[1], body, ts_ns, line_no, where)
             # Not the error text `Last error:` announced (a stray one, or the text never

@@ -154,5 +154,10 @@ class Leaves:
             found = next((tags[t] for t in candidates if t in tags), None)
             interface = found if isinstance(found, str) else None
         if qualifier is None:
-            qualifier = entry.qualifier_prefix + str(tags.get(entry.qualifier_tag, ""))
+            # Tags are scalars in gnmic's events; anything else names no queue or lane (and a
+            # hostile nested one must not be rendered).
+            value = tags.get(entry.qualifier_tag, "")
+            qualifier = entry.qualifier_prefix + (
+                str(value) if isinstance(value, str | int | float) else ""
+            )
         return interface, qualifier
