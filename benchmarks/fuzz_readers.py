@@ -50,9 +50,8 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -61,7 +60,6 @@ from typing import Any, Protocol
 import orjson
 
 from railtrace.replay import CaptureError, open_capture, replay
-from railtrace.simulate import Fault, write_capture
 from railtrace.streams.logs import LogParser
 from railtrace.streams.records import (
     CablingEvent,
@@ -85,11 +83,16 @@ from railtrace.topology.cabling import (
     parse_hosts_csv,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
+# Inputs, garbage and the corpus of good records are in benchmarks/fuzzing/, imported from the
+# repository root as `benchmarks.fuzzing`, the name mypy checks it under.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.fuzzing.cases import Case, Item, Result, crash_of, trace_of
+from benchmarks.fuzzing.corpus import ADDRESS_PREFIX, Corpus, build_corpus
+from benchmarks.fuzzing.encoding import csv_line, text_as_read
+from benchmarks.fuzzing.mutate import junk, mutate_bytes
+from benchmarks.fuzzing.mutate_json import mutate_json
+
 READERS = ("cables", "hosts", "gnmi", "gnmi-message", "logs", "replay")
-#: Source directories whose frames name where a crash happened.
-PRODUCT_DIRS = ("railtrace", "streams", "topology", "api")
 
 
 class InputTimeout(BaseException):
@@ -102,801 +105,8 @@ def _alarm(_signum: int, _frame: FrameType | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Inputs
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Item:
-    """One record of an input: a good one (`good` >= 0, untouched) or garbage (`how` it was
-    made). `where` names the file of a multi-file input (replay)."""
-
-    data: bytes
-    good: int = -1
-    how: str = ""
-    where: str = ""
-
-
-@dataclass
-class Case:
-    reader: str
-    index: int
-    items: list[Item]
-    ctx: dict[str, Any] = field(default_factory=dict)
-
-    def goods(self) -> list[Item]:
-        return [i for i in self.items if i.good >= 0]
-
-    def copy(self, items: list[Item]) -> Case:
-        return Case(self.reader, self.index, items, dict(self.ctx))
-
-
-@dataclass
-class Result:
-    crash: str | None = None
-    exc: BaseException | None = None
-    lost: list[str] = field(default_factory=list)
-    superseded: int = 0
-    dead: int = 0
-    checked: int = 0
-    hang: bool = False
-
-    def signature(self) -> str | None:
-        if self.crash is not None:
-            return self.crash
-        if self.lost:
-            return "lost: " + self.lost[0].split(" | ")[0]
-        return None
-
-
-def _product_file(filename: str) -> str | None:
-    """`streams/telemetry/gnmic.py` for a frame in railtrace's own code, else None."""
-    path = Path(filename).resolve()
-    for part in PRODUCT_DIRS:
-        if path.is_relative_to(ROOT / part):
-            return str(path.relative_to(ROOT))
-    return None
-
-
-def _where_raised(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [(f, name) for f in frames if (name := _product_file(f.filename)) is not None]
-    if mine:
-        frame, name = mine[-1]
-        return f"{name}:{frame.lineno}"
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-
-
-def crash_of(exc: BaseException) -> tuple[str, BaseException]:
-    """A crash's signature (type and the innermost product frame), and the exception for its
-    traceback (formatted only for inputs that are written out: formatting costs more than
-    most inputs)."""
-    return f"crash: {type(exc).__name__} at {_where_raised(exc)}", exc
-
-
-def trace_of(exc: BaseException | None) -> str:
-    return "" if exc is None else "".join(traceback.format_exception(exc))[-4000:]
-
-
-# ---------------------------------------------------------------------------------------------
-# Mutations
-# ---------------------------------------------------------------------------------------------
-
-INVALID_UTF8 = (
-    b"\xff",
-    b"\xfe\xff",
-    b"\xc3",
-    b"\xc0\xaf",
-    b"\xed\xa0\x80",
-    b"\xed\xbf\xbf",
-    b"\xf4\x90\x80\x80",
-    b"\xe2\x82",
-    b"\x80\x80",
-    b"\xf8\x88\x80\x80\x80",
-)
-ODD_TEXT = tuple(
-    s.encode()
-    for s in (
-        "\ufeff",
-        "\u2028",
-        "\u2029",
-        "\u202e",
-        "\x85",
-        "\x1b[31m",
-        "\uff11\uff12\uff13",  # fullwidth digits
-        "\u0661\u0662\u0663",  # Arabic-Indic digits: str.isdecimal() is True for them
-        "\U0001d7d9",
-        "e\u0301",
-        "\u0130",
-        "\ufffd",
-        "\t",
-        "\x0b\x0c",
-        "\\u0000",
-        "\\udc80",
-        "\\ud800\\udc00",
-    )
-)
-HUGE_NUMBERS = (
-    b"9" * 20,
-    b"9" * 25,
-    b"9" * 400,
-    b"9" * 4301,
-    b"9" * 6000,
-    b"-1",
-    b"-9223372036854775809",
-    b"9223372036854775808",
-    b"18446744073709551616",
-    b"340282366920938463463374607431768211457",
-    b"1e309",
-    b"-1e309",
-    b"1e-400",
-    b"-0",
-    b"0",
-    b"00",
-    b"NaN",
-    b"Infinity",
-    b"-Infinity",
-    b"1.5",
-    b"0x10",
-    b"1_000",
-    b"+7",
-    b"1e18",
-    b"4.2e19",
-)
-BAD_TIMES = (
-    b"0000-00-00T00:00:00Z",
-    b"0001-01-01T00:00:00+01:00",
-    b"9999-12-31T23:59:59.999999999Z",
-    b"9999-12-31T23:59:59-23:59",
-    b"1969-12-31T23:59:59Z",
-    b"1970-01-01T00:00:00Z",
-    b"2026-13-45T25:61:61Z",
-    b"2026-02-30 00:00:00",
-    b"2026-05-06T16:53:20+99:99",
-    b"2026-05-06T16:53:20.1234567890123Z",
-    b"10000-01-01T00:00:00Z",
-    b"[2262-04-11 23:47:16]",
-    b"[1677-09-21 00:12:43]",
-    b"Feb 30 25:00:00",
-    b"E1399 99:99:99.999",
-    b"-1",
-    b"0",
-    b"1",
-    b"-9223372036854775808",
-    b"9223372036854775807",
-    b"18446744073709551615",
-    b"99999999999999999999",
-    b"1e30",
-)
-_DIGITS = re.compile(rb"\d+")
-_TIMEISH = re.compile(
-    rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{16,19}"
-    rb"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}|[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-)
-
-
-def _pos(rng: random.Random, data: bytes) -> int:
-    return rng.randint(0, len(data))
-
-
-def m_flip(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    if not data:
-        return bytes([rng.randrange(256)])
-    buf = bytearray(data)
-    for _ in range(rng.choice((1, 1, 2, 4, 8))):
-        i = rng.randrange(len(buf))
-        buf[i] ^= 1 << rng.randrange(8)
-    return bytes(buf)
-
-
-def m_replace(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    if not data:
-        return data
-    i = rng.randrange(len(data))
-    n = rng.randint(1, 16)
-    return data[:i] + rng.randbytes(n) + data[i + n :]
-
-
-def m_truncate(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    return data[: _pos(rng, data)]
-
-
-def m_cut_front(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    return data[_pos(rng, data) :]
-
-
-def m_insert_junk(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    junk = rng.randbytes(rng.choice((1, 2, 8, 64, 512)))
-    return data[:i] + junk + data[i:]
-
-
-def m_invalid_utf8(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return data[:i] + rng.choice(INVALID_UTF8) + data[i:]
-
-
-def m_nul(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return data[:i] + b"\x00" * rng.choice((1, 1, 3, 100)) + data[i:]
-
-
-def m_odd_text(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return data[:i] + rng.choice(ODD_TEXT) + data[i:]
-
-
-def m_huge_number(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    runs = list(_DIGITS.finditer(data))
-    if not runs:
-        return m_insert_junk(rng, data, pool)
-    m = rng.choice(runs)
-    return data[: m.start()] + rng.choice(HUGE_NUMBERS) + data[m.end() :]
-
-
-def m_bad_time(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    runs = list(_TIMEISH.finditer(data)) or list(_DIGITS.finditer(data))
-    if not runs:
-        return rng.choice(BAD_TIMES) + b" " + data
-    m = rng.choice(runs)
-    return data[: m.start()] + rng.choice(BAD_TIMES) + data[m.end() :]
-
-
-def m_duplicate(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    if not data:
-        return data
-    i = rng.randrange(len(data))
-    j = min(len(data), i + rng.randint(1, 64))
-    return data[:j] + data[i:j] * rng.choice((1, 2, 10, 100)) + data[j:]
-
-
-def m_delete(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    if not data:
-        return data
-    i = rng.randrange(len(data))
-    return data[:i] + data[i + rng.randint(1, 32) :]
-
-
-def m_splice(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    other = rng.choice(pool)
-    return data[: _pos(rng, data)] + other[_pos(rng, other) :]
-
-
-def m_crlf(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return data[:i] + rng.choice((b"\r", b"\r\n", b"\n", b"\r\r\n", b"\n\r")) + data[i:]
-
-
-def m_bom(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    return rng.choice((b"\xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf", b"\xff\xfe")) + data
-
-
-def m_long(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    """A very long line: what a runaway print or a binary blob without newlines gives."""
-    size = rng.choice((70_000, 140_000, 300_000)) if rng.random() < 0.9 else 1_100_000
-    piece = data or b"x"
-    return (piece * (size // len(piece) + 1))[:size]
-
-
-def m_case(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    return data.swapcase() if rng.random() < 0.5 else data.upper()
-
-
-def m_quote(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return data[:i] + rng.choice((b'"', b"'", b'""', b"\\", b'\\"', b"`")) + data[i:]
-
-
-def m_separator(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> bytes:
-    i = _pos(rng, data)
-    return (
-        data[:i]
-        + rng.choice((b",", b",,", b";", b"\t", b" ", b":", b"]", b"[", b"{", b"}"))
-        + data[i:]
-    )
-
-
-BYTE_OPS: tuple[Callable[[random.Random, bytes, Sequence[bytes]], bytes], ...] = (
-    m_flip,
-    m_replace,
-    m_truncate,
-    m_cut_front,
-    m_insert_junk,
-    m_invalid_utf8,
-    m_nul,
-    m_odd_text,
-    m_huge_number,
-    m_huge_number,
-    m_bad_time,
-    m_bad_time,
-    m_duplicate,
-    m_delete,
-    m_splice,
-    m_crlf,
-    m_bom,
-    m_case,
-    m_quote,
-    m_separator,
-)
-#: Long lines cost a reader milliseconds each, so they come once in this many mutations.
-LONG_EVERY = 150
-
-
-def mutate_bytes(rng: random.Random, data: bytes, pool: Sequence[bytes]) -> tuple[bytes, str]:
-    hows = []
-    for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
-        op = m_long if rng.randrange(LONG_EVERY) == 0 else rng.choice(BYTE_OPS)
-        data = op(rng, data, pool)
-        hows.append(op.__name__[2:])
-    return data, "+".join(hows)
-
-
-def junk(rng: random.Random) -> tuple[bytes, str]:
-    """Input that never was a record."""
-    kind = rng.randrange(12)
-    if kind == 0:
-        return rng.randbytes(rng.choice((1, 16, 256, 4096))), "junk:random-bytes"
-    if kind == 1:
-        return b"", "junk:empty"
-    if kind == 2:
-        return rng.choice((b" ", b"\t", b"\r", b"   \t ", b"\x00")), "junk:blank"
-    if kind == 3:
-        return rng.choice(
-            (b"{", b"[", b"}", b"]", b"{}", b"[]", b"null", b"[[", b"{{")
-        ), "junk:brace"
-    if kind == 4:
-        return rng.choice(INVALID_UTF8) * rng.randint(1, 50), "junk:invalid-utf8"
-    if kind == 5:
-        return b"\x00" * rng.choice((1, 10, 1000)), "junk:nul"
-    if kind == 6:
-        return json.dumps(_random_json(rng, 3)).encode(), "junk:json"
-    if kind == 7:
-        return rng.choice(ODD_TEXT) * rng.randint(1, 20), "junk:odd-text"
-    if kind == 8:
-        return rng.choice(HUGE_NUMBERS), "junk:number"
-    if kind == 9:
-        return rng.choice(BAD_TIMES) + b" " + rng.randbytes(8).hex().encode(), "junk:time"
-    if kind == 10:
-        depth = rng.choice((100, 1000, 5000))
-        return b"[" * depth + b"]" * depth, "junk:deep"
-    return b"\xef\xbb\xbf", "junk:bom"
-
-
-def _random_json(rng: random.Random, depth: int) -> Any:
-    kind = rng.randrange(8 if depth > 0 else 6)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return rng.choice((True, False))
-    if kind == 2:
-        return rng.choice(
-            (0, -1, 1, 2**63, 2**64, -(2**63) - 1, 10**30, rng.randint(-1000, 10**12))
-        )
-    if kind == 3:
-        return rng.choice((0.0, -0.0, 1.5, 1e308, -1e308, 5e-324))
-    if kind == 4:
-        return rng.choice(("", "x", "UP", "9" * 30, "\u0661", "1e5", "-5", "[name=a]", "a/b/c"))
-    if kind == 5:
-        return []
-    if kind == 6:
-        return [_random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))]
-    return {
-        rng.choice(
-            ("a", "values", "tags", "updates", "Path", "source", "timestamp", "name", "")
-        ): _random_json(rng, depth - 1)
-        for _ in range(rng.randint(0, 3))
-    }
-
-
-# -- JSON-aware mutations of gnmic messages ----------------------------------------------------
-
-_DEEP = "\x00deep\x00"
-
-
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _nodes(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _nodes(v, (*path, i))
-
-
-def _set(root: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    parent = root
-    for key in path[:-1]:
-        parent = parent[key]
-    parent[path[-1]] = new
-    return root
-
-
-BAD_TIMESTAMPS: tuple[Any, ...] = (
-    -1,
-    0,
-    1,
-    -(2**63),
-    2**63 - 1,
-    2**63,
-    2**64,
-    10**30,
-    1.7e18,
-    float(2**62),
-    "1778086400228000000",
-    "-1",
-    "0",
-    "9" * 5000,
-    "\u0661\u0662\u0663",
-    "2026-05-06T16:53:20Z",
-    "1e18",
-    "",
-    True,
-    None,
-    [],
-    {},
-    [1778086400228000000],
-)
-BAD_SOURCES: tuple[Any, ...] = (
-    "",
-    " ",
-    ":",
-    "[",
-    "[::1",
-    "[::1]:57400",
-    "a:b:c",
-    "leaf1:",
-    ":57400",
-    "\ufffd\ufffd",
-    "leaf\u0000one",
-    "x" * 5000,
-    "leaf1:6030\n",
-    "le\u202eaf",
-    7,
-    None,
-    True,
-    [],
-    {"a": 1},
-)
-BAD_VALUES: tuple[Any, ...] = (
-    -1,
-    2**64,
-    2**64 + 1,
-    10**30,
-    1e308,
-    -1e308,
-    "NaN",
-    "nan",
-    "inf",
-    "-inf",
-    "Infinity",
-    "1e309",
-    "9" * 5000,
-    "9" * 4301,
-    "\u0661\u0662",
-    "12abc",
-    "",
-    " 12",
-    "0x1f",
-    True,
-    None,
-    [],
-    [1, 2],
-    [{}],
-    [{"name": None}],
-    {},
-    {"digits": 5, "precision": 10**6},
-    {"digits": 10**30, "precision": 2},
-    {"digits": "5", "precision": 2},
-    {"uintVal": "9" * 5000},
-    {"uintVal": {"uintVal": {"uintVal": 3}}},
-    {"doubleVal": "NaN"},
-    {"decimalVal": {"digits": 1, "precision": -1}},
-    {"stringVal": "UP"},
-    "openconfig-if-ethernet:SPEED_UNKNOWN",
-    "openconfig-if-ethernet:SPEED_",
-    "SPEED_99999999999999999999GB",
-    "UP" * 1000,
-)
-BAD_PATHS = (
-    "",
-    "/",
-    "//",
-    "interfaces/interface[name=]/state/counters/in-octets",
-    "interfaces/interface[name=swp1/state/counters/in-octets",
-    "interfaces/interface[name=swp1]]/state/counters/in-octets",
-    "interfaces/interface[=swp1]/state/counters/in-octets",
-    "interfaces/interface[name=a[b]c]/state/counters/in-octets",
-    "interfaces/interface[name=swp1][name=swp2]/state/counters/in-octets",
-    "interfaces/interface.0/state/counters/in-octets",
-    "interfaces/interface.99999999999999999999/state",
-    "openconfig:/interfaces/interface[name=swp1]/state/oper-status",
-    "lldp/interfaces/interface[name=swp1]/neighbors/neighbor[id=]/state/system-name",
-    "lldp/interfaces/interface/neighbors/neighbor/state/port-id",
-    "/" * 300,
-    "a/" * 2000,
-    "[" * 100,
-)
-
-
-Nodes = list[tuple[tuple[Any, ...], Any]]
-
-
-def j_wrong_type(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    return _set(value, rng.choice(nodes)[0], _random_json(rng, 2))
-
-
-def j_deep(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    """A node replaced by a marker that `mutate_json` swaps for deeply nested JSON text."""
-    return _set(value, rng.choice(nodes)[0], _DEEP)
-
-
-def _each_key(
-    value: Any, nodes: Nodes, key: str, choices: Sequence[Any], rng: random.Random
-) -> Any:
-    for path, _node in nodes:
-        if path and path[-1] == key:
-            value = _set(value, path, rng.choice(choices))
-    return value
-
-
-def j_timestamp(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    return _each_key(value, nodes, "timestamp", BAD_TIMESTAMPS, rng)
-
-
-def j_source(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    return _each_key(value, nodes, "source", BAD_SOURCES, rng)
-
-
-def j_value(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    leaves = [p for p, n in nodes if p and not isinstance(n, dict | list)]
-    return _set(value, rng.choice(leaves), rng.choice(BAD_VALUES)) if leaves else value
-
-
-def j_path(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    keys = [p for p, _n in nodes if p and p[-1] in ("Path", "prefix")]
-    if keys:
-        return _set(value, rng.choice(keys), rng.choice(BAD_PATHS))
-    for p, n in nodes:
-        if isinstance(n, dict) and p and p[-1] == "values":
-            n[rng.choice(BAD_PATHS)] = rng.choice(BAD_VALUES)
-            break
-    return value
-
-
-def j_drop_key(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    dicts = [n for _p, n in nodes if isinstance(n, dict) and n]
-    if dicts:
-        n = rng.choice(dicts)
-        n.pop(rng.choice(list(n)))
-    return value
-
-
-def j_huge_int(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    nums = [p for p, n in nodes if p and isinstance(n, int | float) and not isinstance(n, bool)]
-    if not nums:
-        return value
-    return _set(value, rng.choice(nums), rng.choice((2**64, 2**70, 10**400, -(10**30))))
-
-
-def j_entries(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    """A subtree value turned into a YANG list of entries, some without usable keys."""
-    dicts = [n for p, n in nodes if isinstance(n, dict) and p and p[-1] == "values"]
-    if dicts:
-        n = rng.choice(dicts)
-        k = rng.choice(list(n)) if n else "counters"
-        n[k] = [rng.choice(({"name": "swp1", "x": 1}, {"name": 5}, {}, [], None, {"id": []}))]
-    return value
-
-
-def j_extra_keys(rng: random.Random, value: Any, nodes: Nodes) -> Any:
-    if isinstance(value, dict):
-        key = rng.choice(("sync-response", "extensions", "deletes", "tags", "values", "target"))
-        value[key] = _random_json(rng, 2)
-    return value
-
-
-JSON_OPS: tuple[Callable[[random.Random, Any, Nodes], Any], ...] = (
-    j_wrong_type,
-    j_deep,
-    j_timestamp,
-    j_source,
-    j_value,
-    j_path,
-    j_drop_key,
-    j_huge_int,
-    j_entries,
-    j_extra_keys,
-)
-DEPTHS = (50, 256, 257, 500, 900, 960, 990, 1000, 1010, 1023, 1100, 3000)
-
-
-def mutate_json(rng: random.Random, text: bytes) -> tuple[bytes, str]:
-    """A gnmic message with one part of its structure made wrong, written back as gnmic would
-    (one line, or its two-space multiline layout)."""
-    try:
-        value = orjson.loads(text.replace(b"\n", b" ").strip() or b"null")
-    except orjson.JSONDecodeError:
-        return mutate_bytes(rng, text, [text])
-    if isinstance(value, dict) and "source" not in value and "tags" not in value:
-        value["source"] = "leaf1:6030"
-    op = rng.choice(JSON_OPS)
-    value = op(rng, value, list(_nodes(value)))
-    how = "json:" + op.__name__[2:].replace("_", "-")
-    try:
-        body = json.dumps(value, indent=2 if rng.random() < 0.2 else None)
-    except (ValueError, TypeError, RecursionError):
-        return mutate_bytes(rng, text, [text])
-    if op is j_deep:
-        depth = rng.choice(DEPTHS)
-        how += f"-{depth}"
-        deep = (
-            '{"a":' * depth + "1" + "}" * depth if rng.random() < 0.5 else "[" * depth + "]" * depth
-        )
-        body = body.replace(json.dumps(_DEEP), deep)
-    return body.encode(), how
-
-
-# ---------------------------------------------------------------------------------------------
-# The corpus of good records
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class GnmiChunk:
-    text: bytes
-    origin: str
-
-
-@dataclass
-class LogFile:
-    name: str
-    lines: list[bytes]  # each ends with b"\n"
-
-
-@dataclass
-class Corpus:
-    cable_rows: list[list[str]]  # the six columns, then type and status
-    host_rows: list[list[str]]
-    gnmi: list[GnmiChunk]
-    logs: list[LogFile]
-    mini: MiniCapture
-    year: int
-
-
-@dataclass
-class MiniCapture:
-    """The part of the simulated incident a replay input is built from: two hosts of the
-    stalled job, their cables and their leaves' uplinks, those switches' telemetry."""
-
-    cable_rows: list[list[str]]
-    host_rows: list[list[str]]
-    gnmi: dict[str, list[bytes]]  # file name -> single-line messages
-    logs: dict[str, list[LogFile]]  # job id -> files
-
-
-_ADDRESS = re.compile(rb"^\[[^\]{}\",\t ]+\] ")
-
-
-def gnmi_chunks(text: bytes) -> list[bytes]:
-    """Cut gnmic output into messages: a line that is JSON by itself, or the lines from a
-    column-0 opener to a column-0 closer (after any `[address] ` prefix)."""
-    out: list[bytes] = []
-    pending: list[bytes] = []
-    for line in text.split(b"\n"):
-        body = _ADDRESS.sub(b"", line, count=1)
-        if pending:
-            pending.append(line)
-            if body[:1] in (b"}", b"]"):
-                out.append(b"\n".join(pending))
-                pending = []
-            continue
-        if body[:1] in (b"{", b"["):
-            try:
-                json.loads(body)
-                out.append(line)
-            except ValueError:
-                pending = [line]
-    return out
-
-
-def _lines(path: Path) -> list[bytes]:
-    lines = path.read_bytes().splitlines(True)
-    return [ln if ln.endswith(b"\n") else ln + b"\n" for ln in lines]
-
-
-def _good_chunk(text: bytes) -> bool:
-    decoder = GnmicDecoder()
-    decoder.feed_text(_text(text), "corpus")
-    return bool(decoder.stats.dead_letter_count == 0 and decoder.stats.messages > 0)
-
-
-def build_corpus(work: Path, capture_seed: int) -> Corpus:
-    """Simulate the incident and read the good records out of it and out of the fixtures."""
-    cap = work / "capture"
-    write_capture(cap, 16, Fault.LINK_DOWN, capture_seed, watchdog_s=120)
-    with (cap / "cables.csv").open(newline="") as fh:
-        cable_rows = list(csv.reader(fh))[1:]
-    with (cap / "hosts.csv").open(newline="") as fh:
-        host_rows = list(csv.reader(fh))[1:]
-    # NetBox names may hold slashes, blanks and commas (quoted); a few such rows join in.
-    for i in range(1, 25):
-        ends = [f"rack {i}, core-{i}", "dcim.interface", f"Ethernet1/{i}/1"]
-        cable_rows.append(
-            [*ends, f"border/{i}", "dcim.interface", f"et-0/0/{i}:2", "smf", "planned"]
-        )
-    host_rows += [[f"gpu node {i}", f"mlx5_{i}", f"fd00::{i:x}/64"] for i in range(1, 9)]
-    chunks: list[GnmiChunk] = []
-    for path in sorted((cap / "gnmi").iterdir()):
-        lines = path.read_bytes().split(b"\n")
-        for line in lines[:: max(1, len(lines) // 400)]:
-            if line.strip():
-                chunks.append(GnmiChunk(line, path.name))
-    for path in sorted((FIXTURES / "gnmi").iterdir()):
-        if path.suffix in (".json", ".jsonl", ".txt"):
-            chunks += [
-                GnmiChunk(c, path.name) for c in gnmi_chunks(path.read_bytes()) if _good_chunk(c)
-            ]
-    logs: list[LogFile] = []
-    for job in sorted((cap / "logs").iterdir()):
-        logs += [LogFile(f"{job.name}/{p.name}", _lines(p)) for p in sorted(job.iterdir())]
-    logs += [
-        LogFile(f"fixture/{p.name}", _lines(p))
-        for p in sorted((FIXTURES / "logs" / "real").iterdir())
-        if p.is_file()
-    ]
-    truth = json.loads((cap / "truth.json").read_text()) if (cap / "truth.json").exists() else {}
-    mini = _mini(cap, cable_rows, host_rows, truth)
-    first = min(int(orjson.loads(c.text)["timestamp"]) for c in chunks[:5])
-    return Corpus(cable_rows, host_rows, chunks, logs, mini, time.gmtime(first / 1e9).tm_year)
-
-
-_PORT = re.compile(rb'"source":"([^":]+)[^"]*".*?\[(?:name|interface-id)=([^\]]+)\]')
-
-
-def _port_of(line: bytes) -> tuple[str, str] | None:
-    m = _PORT.search(line)
-    return None if m is None else (m.group(1).decode(), m.group(2).decode())
-
-
-def _mini(
-    cap: Path, cable_rows: list[list[str]], host_rows: list[list[str]], truth: dict[str, Any]
-) -> MiniCapture:
-    job = sorted((cap / "logs").iterdir())[0]
-    files = sorted(p for p in job.iterdir() if p.suffix == ".log")[:2]
-    hosts = {p.stem for p in files}
-    leaves = {r[3] for r in cable_rows if r[0] in hosts}
-    rows = [r for r in cable_rows if r[0] in hosts]
-    for leaf in sorted(leaves):  # two uplinks a leaf: a small fabric replays in milliseconds
-        rows += [r for r in cable_rows if r[0] == leaf and "spine" in r[3]][:2]
-    devices = {r[3] for r in rows} | leaves
-    gnmi: dict[str, list[bytes]] = {}
-    for path in sorted((cap / "gnmi").iterdir()):
-        if path.stem in devices:
-            lines = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
-            ports = {p for r in rows for p in ((r[0], r[2]), (r[3], r[5]))}
-            gnmi[path.name] = [ln for ln in lines if _port_of(ln) in ports][:400]
-    logs = {job.name: [LogFile(p.name, _lines(p)) for p in files]}
-    return MiniCapture(rows, [r for r in host_rows if r[0] in hosts], gnmi, logs)
-
-
-# ---------------------------------------------------------------------------------------------
 # Readers
 # ---------------------------------------------------------------------------------------------
-
-
-def _text(data: bytes) -> str:
-    """What the capture reader makes of a file's bytes: `Path.read_text(errors="replace")`,
-    which also turns CRLF and lone CRs into newlines."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").read()
-
-
-def _csv_line(fields: Sequence[str]) -> bytes:
-    """One CSV record as NetBox writes it (fields holding a comma, quote or newline quoted)."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\r\n").writerow(fields)
-    return buf.getvalue().removesuffix("\r\n").encode()
 
 
 def csv_cause(text: str, errors: Sequence[str], variant: str) -> str:
@@ -919,13 +129,13 @@ def csv_cause(text: str, errors: Sequence[str], variant: str) -> str:
 @functools.cache
 def _cable_alone(header: str, row: tuple[str, ...]) -> Cable:
     """The cable one good row gives by itself."""
-    return parse_cables_csv(header + _csv_line([*row, "x", "y"]).decode() + "\n").cables[0]
+    return parse_cables_csv(header + csv_line([*row, "x", "y"]).decode() + "\n").cables[0]
 
 
 @functools.cache
 def _host_alone(header: str, row: tuple[str, ...]) -> tuple[str, Endpoint]:
     """The address and NIC one good hosts.csv row gives by itself."""
-    addresses: dict[str, Endpoint] = parse_hosts_csv(header + _csv_line(row).decode() + "\n")[0]
+    addresses: dict[str, Endpoint] = parse_hosts_csv(header + csv_line(row).decode() + "\n")[0]
     return next(iter(addresses.items()))
 
 
@@ -983,7 +193,7 @@ class CsvReader:
             items.insert(rng.randint(0, len(items)), self._garbage(rng, pool, others, layout))
         ctx = {
             "variant": variant,
-            "header": _csv_line(header).decode(),
+            "header": csv_line(header).decode(),
             "eol": "\r\n" if variant == "crlf" else "\n",
             "bom": variant == "bom",
             "good_rows": [row[: len(self.required)] for row in chosen],
@@ -1021,7 +231,7 @@ class CsvReader:
                 fields.append(rng.choice(self.rows)[i] + "-dup")
             else:
                 fields.append(rng.choice(("", "blue", "3", "m", "x,y", 'say "hi"')))
-        return _csv_line(fields)
+        return csv_line(fields)
 
     def _garbage(
         self,
@@ -1063,7 +273,7 @@ class CsvReader:
             else:
                 fields = [f" {f} " for f in fields]
                 how = "csv:blanks"
-            return Item(_csv_line(fields), how=how)
+            return Item(csv_line(fields), how=how)
         data, how = mutate_bytes(rng, base, pool)
         return Item(data, how=how)
 
@@ -1074,7 +284,7 @@ class CsvReader:
         at = case.items.index(item)
         for later in case.items[at + 1 :]:
             try:
-                mapped, _ = parse_hosts_csv(head + _text(later.data) + "\n")
+                mapped, _ = parse_hosts_csv(head + text_as_read(later.data) + "\n")
             except Exception:  # a crash is the run's business, not this check's
                 continue
             if ip in mapped:
@@ -1084,7 +294,7 @@ class CsvReader:
     def text(self, case: Case) -> str:
         eol = case.ctx["eol"].encode()
         body = case.ctx["header"].encode() + eol + eol.join(i.data for i in case.items) + eol
-        return ("\ufeff" if case.ctx["bom"] else "") + _text(body)
+        return ("\ufeff" if case.ctx["bom"] else "") + text_as_read(body)
 
     def write(self, case: Case, path: Path) -> Path:
         out = path.with_name(path.name + ".csv")
@@ -1160,7 +370,7 @@ class CsvReader:
 def _alone(chunk: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The telemetry values and LLDP news of one good message read by itself."""
     lldp: list[LldpUpdate] = []
-    values = GnmicDecoder().feed_text(_text(chunk), "alone", lldp)
+    values = GnmicDecoder().feed_text(text_as_read(chunk), "alone", lldp)
     return tuple(values), tuple(_lldp_key(u) for u in lldp)
 
 
@@ -1200,7 +410,7 @@ class GnmiReader:
 
     def text(self, case: Case) -> str:
         eol = str(case.ctx["eol"])
-        return eol.join(_text(i.data).replace("\n", eol) for i in case.items) + eol
+        return eol.join(text_as_read(i.data).replace("\n", eol) for i in case.items) + eol
 
     def write(self, case: Case, path: Path) -> Path:
         out = path.with_name(path.name + ".jsonl")
@@ -1246,7 +456,7 @@ class GnmiMessageReader:
 
     def generate(self, rng: random.Random, index: int) -> Case:
         base = rng.choice(self.chunks)
-        body = _ADDRESS.sub(b"", base)
+        body = ADDRESS_PREFIX.sub(b"", base)
         roll = rng.random()
         if roll < 0.1:
             data, how = base, "good"
@@ -1528,10 +738,10 @@ class ReplayReader:
         self.mini = corpus.mini
         self.corpus = corpus
         self.work = work
-        self.cable_pool = [_csv_line(r) for r in corpus.cable_rows[-60:]]
-        self.good_cables = [_csv_line(r) for r in corpus.mini.cable_rows]
-        self.good_hosts = [_csv_line(r) for r in corpus.mini.host_rows]
-        self.host_pool = [_csv_line(r) for r in corpus.host_rows]
+        self.cable_pool = [csv_line(r) for r in corpus.cable_rows[-60:]]
+        self.good_cables = [csv_line(r) for r in corpus.mini.cable_rows]
+        self.good_hosts = [csv_line(r) for r in corpus.mini.host_rows]
+        self.host_pool = [csv_line(r) for r in corpus.host_rows]
         self.line_pool = [ln for f in corpus.logs[-20:] for ln in f.lines[:5]]
 
     def generate(self, rng: random.Random, index: int) -> Case:
@@ -1685,7 +895,7 @@ class ReplayReader:
             if any(want.a in (c.a, c.b) or want.b in (c.a, c.b) for c in capture.plan.cables):
                 res.superseded += 1
                 continue
-            text = _text(self.files(case)["cables.csv"])
+            text = text_as_read(self.files(case)["cables.csv"])
             cause = csv_cause(text, capture.plan_errors, "plain")
             res.lost.append(
                 f"cable ({cause}) | {want} | not in the plan; errors {capture.plan_errors[:3]}"

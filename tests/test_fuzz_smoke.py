@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for benchmarks.fuzzing
 import fuzz_api
 import fuzz_readers
+
+from benchmarks.fuzzing.corpus import build_corpus
 
 #: Both harnesses simulate an incident and replay it (e2e); the API's goes into a chDB store.
 pytestmark = pytest.mark.e2e
@@ -65,7 +68,7 @@ def reader_runs() -> dict[str, Any]:
     args = fuzz_readers.parser().parse_args(["--seed", str(SEED), "--hang-limit", "0"])
     work = fuzz_readers.work_dir()
     try:
-        corpus = fuzz_readers.build_corpus(work, args.capture_seed)
+        corpus = build_corpus(work, args.capture_seed)
         harness = fuzz_readers.Harness(args, corpus, work)
         return {
             reader: fuzz_readers.fuzz(harness, reader, n, time.perf_counter() + 120)
