@@ -26,6 +26,7 @@ import fuzz_api
 import fuzz_readers
 
 from benchmarks.fuzzing.corpus import build_corpus
+from benchmarks.fuzzing.harness import Harness, fuzz
 
 #: Both harnesses simulate an incident and replay it (e2e); the API's goes into a chDB store.
 pytestmark = pytest.mark.e2e
@@ -69,9 +70,9 @@ def reader_runs() -> dict[str, Any]:
     work = fuzz_readers.work_dir()
     try:
         corpus = build_corpus(work, args.capture_seed)
-        harness = fuzz_readers.Harness(args, corpus, work)
+        harness = Harness(args, corpus, work)
         return {
-            reader: fuzz_readers.fuzz(harness, reader, n, time.perf_counter() + 120)
+            reader: fuzz(harness, reader, n, time.perf_counter() + 120)
             for reader, n in READER_INPUTS.items()
         }
     finally:
