@@ -8,7 +8,9 @@ reader (`csv_reader`, `gnmi_readers`, `logs_reader` with `log_facts`, `replay_re
 run prints).
 
 The API: `api_values` (the odd values requests are made of), `api_spec` (the operations the
-OpenAPI document declares) and `api_requests` (one request from a seed and an index).
+OpenAPI document declares), `api_requests` (one request from a seed and an index),
+`api_checks` (what a response, a token and /metrics are held to), `api_run` (the store, the
+app and the requests sent) and `api_figures` (a run's figures and what it prints).
 
 Imported as `benchmarks.fuzzing` with the repository root on sys.path (the scripts put it
 there), which is also the name mypy checks these modules under: imported as plain `fuzzing`
