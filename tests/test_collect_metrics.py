@@ -295,6 +295,9 @@ def test_snmp_polls_timeouts_and_traps_are_counted_per_target(tmp_path: Path) ->
                         >= 1
                         and m.value("railtrace_collector_snmp_poll_timeouts_total", target="silent")
                         >= 1
+                        # counted as a success before its message is handed over: wait for both
+                        and m.value("railtrace_collector_messages_emitted_total", stream="snmp")
+                        >= 1
                     )
                 )
                 value = polled.value

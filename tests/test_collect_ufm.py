@@ -408,7 +408,14 @@ def test_metrics_and_health_of_the_ufm_collector(
                         for f in text_string_to_metric_families(text)
                         for s in f.samples
                     }
-                    if found.get(("railtrace_collector_ufm_poll_successes_total", "live"), 0) >= 2:
+                    # A poll counts as answered before its messages are translated and
+                    # emitted (off the loop): wait for both, not for one and read the other.
+                    if (
+                        found.get(("railtrace_collector_ufm_poll_successes_total", "live"), 0) >= 2
+                        and found.get(("railtrace_collector_ufm_messages_total", "live"), 0) >= 4
+                        and found.get(("railtrace_collector_ufm_poll_failures_total", "dead"), 0)
+                        >= 1
+                    ):
                         break
                     assert time.monotonic() < deadline, found
                 async with http.get(base + "/healthz") as resp:
