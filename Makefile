@@ -18,7 +18,8 @@ install: $(STAMP)
 # What the tests need beyond Python: Java 17 and Maven (to fetch and run the Kafka broker),
 # kcat (an independent Kafka client, to cross-check the wire format), and net-snmp's snmpd and
 # snmptrap (real SNMP peers for the collector tests), Chromium (the incident page's browser
-# test, driven by Playwright without its own browser download). Debian packages. Then snmpsim serving real
+# test, driven by Playwright without its own browser download), Slurm (slurm-wlm: scontrol
+# expands hostlists as the reference for ours). Debian packages. Then snmpsim serving real
 # switch recordings (a user, a venv of Debian's python3; tests/snmpsim/setup.sh).
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -q && apt-get install -y -q kcat)
@@ -27,6 +28,7 @@ system-deps:
 	command -v java >/dev/null && command -v mvn >/dev/null || \
 	  (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven)
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	command -v scontrol >/dev/null || (apt-get update -q && apt-get install -y -q slurm-wlm)
 	bash tests/snmpsim/setup.sh
 
 demo: install

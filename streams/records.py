@@ -363,6 +363,41 @@ class Progress:
     total_steps: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PlacedHost:
+    """One host of a job as the scheduler placed it, with what it printed about the host."""
+
+    name: str
+    #: GPU indexes on the host (Slurm's `GRES=gpu:8(IDX:0-7)`), empty when not printed.
+    gpus: tuple[int, ...] = ()
+    #: How many GPUs the job holds there, when the scheduler says (a pod's `nvidia.com/gpu`).
+    gpu_count: int | None = None
+    #: The host's place in the job (torchrun's GROUP_RANK, a pod's replica index), if known.
+    node_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlacement:
+    """Where a job runs, as its scheduler printed it: the hosts without which a job whose
+    NCCL logs are at WARN (no INFO lines, so no channels) has no paths at all.
+
+    `ts_ns` is when the placement began to hold (the job's start) or, for a job not yet
+    started, when it was read; `hosts` is the whole placement when the source lists a job
+    (Slurm) and the one host of a pod or an env dump otherwise (the job's placement is then
+    the union of its facts).
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str  # the one host of a per-host source, "" for a job-wide placement
+    hosts: tuple[PlacedHost, ...]
+    scheduler: str  # "slurm", "kubernetes" or "env" (a job's own environment dump)
+    state: str  # as the scheduler printed it (RUNNING, PENDING, Running, ...), "" if not
+    start_ns: int | None
+    end_ns: int | None
+    origin: LogOrigin
+
+
 JobFact = (
     NetDevices
     | RankInfo
@@ -374,6 +409,7 @@ JobFact = (
     | RasReport
     | Progress
     | NicEvent
+    | JobPlacement
 )
 
 

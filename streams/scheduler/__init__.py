@@ -1,0 +1,76 @@
+"""Where jobs run, from what the scheduler prints: Slurm's `scontrol show job -d`,
+`squeue --json` and `sacct --json`, and Kubernetes' `kubectl get pods -o json` (or `-o yaml`,
+the form pods are most often copied in).
+
+Pure: callers hand in a file's bytes and get JobPlacement facts back, with a dead letter for
+each record that could not be used (and the reason). The format is told from the content, so
+a capture's `scheduler/` folder takes the files as the tools printed them, under any name.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, tzinfo
+
+import orjson
+
+from . import kubernetes, slurm_json, slurm_text, yamldoc
+from .common import PlacementRead, RecordError, hosts_not_cabled
+from .hostlist import HostlistError, expand
+
+__all__ = [
+    "HostlistError",
+    "PlacementRead",
+    "RecordError",
+    "expand",
+    "hosts_not_cabled",
+    "read_placements",
+]
+
+
+def read_placements(source: str, data: bytes, tz: tzinfo = UTC) -> PlacementRead:
+    """The placements in one scheduler output; `tz` is the zone scontrol's times were printed
+    in (JSON outputs carry Unix times and need none)."""
+    out = PlacementRead()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        out.refuse(source, 0, f"not UTF-8 (byte {exc.start})", data[:200].decode("latin-1"))
+        return out
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            out.refuse(source, 0, f"not JSON: {exc}", stripped[:200])
+            return out
+        if slurm_json.looks_like(doc):
+            slurm_json.read(source, doc, out)
+        elif kubernetes.looks_like(doc):
+            kubernetes.read(source, doc, out)
+        else:
+            out.refuse(source, 0, "JSON, but neither Slurm's `jobs` nor a Kubernetes pod list")
+        return out
+    if slurm_text.looks_like(text):
+        slurm_text.read(source, text, tz, out)
+        return out
+    if yamldoc.looks_like(stripped):
+        try:
+            docs = yamldoc.load(text)
+        except yamldoc.YamlError as exc:
+            out.refuse(source, 0, f"not readable YAML: {exc}", stripped[:200])
+            return out
+        pods = [d for d in docs if isinstance(d, dict) and kubernetes.looks_like(d)]
+        if not pods:
+            out.refuse(source, 0, "YAML, but no Kubernetes pod or pod list")
+        items = [p for d in pods for p in ([d] if d.get("kind") == "Pod" else d["items"])]
+        kubernetes.read(source, {"items": items}, out)
+        return out
+    if stripped:
+        out.refuse(
+            source,
+            0,
+            "not a scheduler output railtrace reads (scontrol show job, squeue/sacct --json, "
+            "kubectl get pods -o json or -o yaml)",
+            stripped[:200],
+        )
+    return out

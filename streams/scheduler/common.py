@@ -1,0 +1,66 @@
+"""What every scheduler reader shares: its result, the states that end a job, and how a
+reader says "no" about one record without losing the rest of the file."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ..records import DeadLetter, JobPlacement
+
+#: Slurm's job states after which EndTime is when the job ended (before it, EndTime is the
+#: time limit's projection, not an end).
+SLURM_ENDED = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "REVOKED",
+        "SPECIAL_EXIT",
+        "TIMEOUT",
+    }
+)
+#: States in which a job holds no hosts yet: read, counted, but no placement.
+SLURM_WAITING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"})
+
+
+@dataclass(slots=True)
+class PlacementRead:
+    """What one scheduler file gave: placements, records that could not be used (each a
+    dead letter with its reason), and jobs read that hold no host yet."""
+
+    placements: list[JobPlacement] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    waiting: int = 0
+
+    def refuse(self, source: str, line_no: int, reason: str, raw: str = "") -> None:
+        self.dead_letters.append(
+            DeadLetter(source, reason, raw.encode("utf-8", "replace")[:2048], line_no)
+        )
+
+
+def hosts_not_cabled(placement: JobPlacement, cabled: Collection[str]) -> DeadLetter | None:
+    """A dead letter naming the hosts of `placement` that `cables.csv` does not hold (a name
+    the scheduler spells unlike the plan, a host outside the fabric), or None. The placement
+    itself is kept: its other hosts still place the job."""
+    missing = [h.name for h in placement.hosts if h.name not in cabled]
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return DeadLetter(
+        placement.origin.source,
+        f"job {placement.job_id}: {len(missing)} of its {len(placement.hosts)} hosts are not "
+        f"in cables.csv ({shown}); their links cannot be placed",
+        b"",
+        placement.origin.line_no,
+        {"job_id": placement.job_id},
+    )
+
+
+class RecordError(ValueError):
+    """One record of a file (a job, a pod) that cannot be used; the reason is the message."""

@@ -1,0 +1,177 @@
+"""`kubectl get pods -o json` for training jobs, as the Kubeflow operators and JobSet make them.
+
+Each pod is one host's share of a job: `spec.nodeName` is the host, the job is named by the
+operator's label, the GPU count is the container's `nvidia.com/gpu` limit (or request), and
+the pod's place in the job is its node rank from the env the operator set (PET_NODE_RANK for
+torchrun-style PyTorchJobs, otherwise RANK when WORLD_SIZE counts pods) or JobSet's completion
+index. A pod is one fact; the job's placement is the union of its pods' facts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..records import JobPlacement, LogOrigin, PlacedHost, in_time_range, valid_job_id
+from .common import PlacementRead, RecordError
+
+#: Labels that name a pod's job, the most specific first.
+JOB_LABELS = (
+    "training.kubeflow.org/job-name",  # training-operator: PyTorchJob, MPIJob, ...
+    "jobset.sigs.k8s.io/jobset-name",  # JobSet, Kubeflow Trainer v2's TrainJob
+    "batch.kubernetes.io/job-name",  # a plain indexed Job
+    "job-name",
+)
+_INDEX_LABELS = ("batch.kubernetes.io/job-completion-index",)
+_ENDED = frozenset({"Succeeded", "Failed"})
+
+
+def looks_like(doc: Any) -> bool:
+    return isinstance(doc, dict) and (
+        doc.get("kind") == "Pod" or isinstance(doc.get("items"), list)
+    )
+
+
+def read(source: str, doc: dict[str, Any], into: PlacementRead) -> None:
+    """Add a placement for every scheduled pod of `doc` (a List of pods or one Pod); a pod's
+    1-based position stands for its line."""
+    pods = [doc] if doc.get("kind") == "Pod" else doc["items"]
+    for position, pod in enumerate(pods, 1):
+        try:
+            placement = _placement(source, position, pod)
+        except RecordError as exc:
+            into.refuse(source, position, str(exc), repr(_name(pod))[:200])
+            continue
+        if placement is None:
+            into.waiting += 1
+        else:
+            into.placements.append(placement)
+
+
+def _name(pod: Any) -> str:
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    return str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
+
+
+def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
+    if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
+        raise RecordError(f"item {position} is not a Pod")
+    meta = _object(pod, "metadata")
+    spec = _object(pod, "spec")
+    status = _dict(pod.get("status"))
+    name = _name(pod)
+    labels = _dict(meta.get("labels"))
+    job_id = next((labels[k] for k in JOB_LABELS if isinstance(labels.get(k), str)), None)
+    if job_id is None:
+        raise RecordError(f"pod {name}: no label names its job ({', '.join(JOB_LABELS)})")
+    if not valid_job_id(job_id):
+        raise RecordError(f"pod {name}: job name {job_id!r} is not a job id")
+    phase = status.get("phase", "") if isinstance(status.get("phase"), str) else ""
+    node = spec.get("nodeName")
+    if not isinstance(node, str) or not node:
+        if phase in ("", "Pending"):
+            return None
+        raise RecordError(f"pod {name}: {phase} but no spec.nodeName")
+    env = _env(spec)
+    start = _time(name, status.get("startTime"))
+    host = PlacedHost(node, (), _gpus(name, spec), _node_rank(env, labels))
+    return JobPlacement(
+        ts_ns=start or 0,
+        job_id=job_id,
+        host=node,
+        hosts=(host,),
+        scheduler="kubernetes",
+        state=phase,
+        start_ns=start,
+        end_ns=_ended(name, status) if phase in _ENDED else None,
+        origin=LogOrigin(source, position),
+    )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _object(pod: dict[str, Any], key: str) -> dict[str, Any]:
+    value = pod.get(key)
+    if not isinstance(value, dict):
+        raise RecordError(f"pod {_name(pod)}: no {key}")
+    return value
+
+
+def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    containers = spec.get("containers")
+    return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+
+
+def _env(spec: dict[str, Any]) -> dict[str, str]:
+    """Literal env values of the pod's containers (a value from a field ref is not known)."""
+    out: dict[str, str] = {}
+    for container in _containers(spec):
+        for var in container.get("env") or []:
+            if isinstance(var, dict) and isinstance(var.get("value"), str):
+                out.setdefault(str(var.get("name")), var["value"])
+    return out
+
+
+def _gpus(name: str, spec: dict[str, Any]) -> int | None:
+    total = None
+    for container in _containers(spec):
+        resources = container.get("resources")
+        if not isinstance(resources, dict):
+            continue
+        for kind in ("limits", "requests"):
+            amounts = resources.get(kind)
+            if isinstance(amounts, dict) and "nvidia.com/gpu" in amounts:
+                try:
+                    count = int(str(amounts["nvidia.com/gpu"]))
+                except ValueError:
+                    raise RecordError(f"pod {name}: nvidia.com/gpu is not a count") from None
+                total = (total or 0) + count
+                break
+    return total
+
+
+def _node_rank(env: dict[str, str], labels: dict[str, Any]) -> int | None:
+    for key in ("PET_NODE_RANK", "GROUP_RANK", "NODE_RANK"):
+        if env.get(key, "").isdigit():
+            return int(env[key])
+    # A PyTorchJob without torchrun gives each pod RANK and WORLD_SIZE counting pods.
+    if env.get("RANK", "").isdigit() and "PET_NPROC_PER_NODE" not in env:
+        return int(env["RANK"])
+    for key in _INDEX_LABELS:
+        value = labels.get(key)
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return None
+
+
+def _ended(name: str, status: dict[str, Any]) -> int | None:
+    ends = []
+    for cs in status.get("containerStatuses") or []:
+        term = (cs.get("state") or {}).get("terminated") if isinstance(cs, dict) else None
+        if isinstance(term, dict):
+            t = _time(name, term.get("finishedAt"))
+            if t is not None:
+                ends.append(t)
+    return max(ends) if ends else None
+
+
+def _time(name: str, raw: Any) -> int | None:
+    if raw in (None, ""):
+        return None
+    if isinstance(raw, datetime):  # YAML reads an unquoted timestamp as a datetime
+        when = raw
+    elif isinstance(raw, str):
+        try:
+            when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            raise RecordError(f"pod {name}: time {raw!r} is not RFC 3339") from None
+    else:
+        raise RecordError(f"pod {name}: time {raw!r} is not RFC 3339")
+    if when.tzinfo is None:
+        raise RecordError(f"pod {name}: time {raw!r} has no zone")
+    ns = int(when.timestamp()) * 1_000_000_000
+    if not in_time_range(ns):
+        raise RecordError(f"pod {name}: time {raw!r} is outside 1970-2106")
+    return ns
