@@ -18,6 +18,7 @@ from typing import Any
 
 from ..records import DeadLetter, JobFact
 from .common import NOWHERE, Malformed, Where
+from .envdump import EnvRules
 from .kernel import KernelRules
 from .nccl import NcclRules, match_prefix
 from .progress import ProgressRules
@@ -82,6 +83,7 @@ class LogParser:
         self._kernel = KernelRules(job_id, source)
         self._ras = RasRules(job_id, source)
         self._progress = ProgressRules(job_id, source)
+        self._env = EnvRules(job_id, source)
 
     @property
     def position(self) -> int:
@@ -164,6 +166,7 @@ class LogParser:
             "torch": self._torch.snapshot(),
             "kernel": self._kernel.snapshot(),
             "ras": self._ras.snapshot(),
+            "env": self._env.snapshot(),
         }
 
     @classmethod
@@ -202,6 +205,8 @@ class LogParser:
             parser._torch.load(snap["torch"])
             parser._kernel.load(snap["kernel"])
             parser._ras.load(snap["ras"])
+            if "env" in snap:  # absent from parsers saved before env dumps were read
+                parser._env.load(snap["env"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ValueError(
                 f"unreadable LogParser snapshot (v{SNAPSHOT_VERSION}): {type(exc).__name__}: {exc}"
@@ -221,6 +226,8 @@ class LogParser:
         if "mlx5_core " in text:
             return self._kernel.handle_nic(text, lead_end, ts_ns, line_no, self._where)
         body = text[lead_end:]
+        if "NODELIST=" in body:
+            return self._env.handle(body, ts_ns, line_no)
         facts = self._torch.handle(body, ts_ns, line_no, self._where)
         if facts:
             return facts
