@@ -197,3 +197,53 @@ def test_hosts_csv_maps_addresses_and_reports_bad_rows():
     addrs, errors = parse_hosts_csv("device,interface,ip\nn1,mlx5_0,10.0.0.1/24\nn2,mlx5_0,bogus\n")
     assert addrs == {"10.0.0.1": Endpoint("n1", "mlx5_0")}
     assert "not an IP address" in errors[0]
+
+
+def _leaf_rail(name: str) -> int:
+    return int(name.rsplit("-r", 1)[1])
+
+
+def test_a_nics_rail_is_the_rail_of_its_leaf_not_its_place_among_names():
+    design = rail_optimized(64)
+    dgx = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+    gap_host, dgx_host = design.hosts[1], design.hosts[0]
+    cables = []
+    for c in design.plan.cables:
+        a = c.a
+        if a.device == dgx_host:
+            a = Endpoint(a.device, dgx[int(a.interface.split("_")[1])])
+        if a.device == gap_host and a.interface == "mlx5_0":
+            continue  # the rail-0 cable of this host is missing from the plan
+        cables.append(Cable(a, c.b))
+    fabric = build_fabric(CablePlan(cables))
+    for c in cables:
+        if c.a.device in (gap_host, dgx_host):
+            assert fabric.nic_rail[c.a] == _leaf_rail(c.b.device), c
+            assert fabric.rail_nic[c.a.device, _leaf_rail(c.b.device)] == c.a.interface
+    assert (gap_host, 0) not in fabric.rail_nic
+
+
+def test_a_job_without_channels_may_use_every_pair_of_its_hosts_on_each_rail():
+    design = rail_optimized(64)
+    fabric = build_fabric(design.plan)
+    pf = PathFinder(fabric)
+    hosts = [design.hosts[0], design.hosts[1], design.hosts[40]]  # SU 1 twice, SU 2 once
+    w = pf.mesh_links(hosts)
+    # Every pair on every rail, one flow each; a link weighs the most one flow gives it.
+    pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1 :]]
+    each: dict[str, float] = {}
+    for a, b in pairs:
+        for r in range(design.rails):
+            for lid, p in pf.flow_links(Endpoint(a, f"mlx5_{r}"), Endpoint(b, f"mlx5_{r}")).items():
+                each[lid] = max(each.get(lid, 0.0), p)
+    assert w.keys() == each.keys()
+    assert all(w[lid] == pytest.approx(each[lid]) for lid in w)
+    # Two hosts of SU 1 against one of SU 2: each uplink is one of 32, however many pairs.
+    assert max(p for lid, p in w.items() if "spine" in lid) == pytest.approx(1 / 32)
+    # Host cables of the job are certain; no other host's cable carries it.
+    for h in hosts:
+        for r in range(design.rails):
+            assert w[fabric.link_at[design.nic(design.hosts.index(h), r)]] == 1.0
+    others = {fabric.link_at[design.nic(i, r)] for i in range(2, 40) for r in range(8)}
+    assert not others & w.keys()
+    assert pf.mesh_links(hosts[:1]) == {}  # one host: no flow on the network

@@ -2,8 +2,11 @@
 
 Roles come from the graph, never from device names: hosts are the devices whose cabled
 interfaces are RDMA devices (the names NCCL prints, e.g. `mlx5_0`), leaves are the switches
-one hop from a host, spines one hop further, super-spines beyond. A host NIC's rail is its
-position among the host's NICs; a leaf's rail is the rail most of its host ports serve.
+one hop from a host, spines one hop further, super-spines beyond. A leaf's rail is the NIC
+position (among each host's cabled NICs) most of its host ports have; a NIC's rail is then
+the rail of the leaf it is cabled to, so a host whose NICs are named unlike the others (DGX's
+compute NICs mlx5_0,3,4,5,6,9,10,11 beside storage NICs) or that lacks a cable keeps every
+other NIC on its true rail. Only a NIC cabled to no leaf falls back to its position.
 Parallel cables between two switches are normal in a rail fabric, hence a MultiGraph keyed by
 link id.
 """
@@ -56,6 +59,8 @@ class Fabric:
     nic_leaf: dict[Endpoint, str] = field(default_factory=dict)
     nic_rail: dict[Endpoint, int] = field(default_factory=dict)
     host_nics: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: (host, rail) -> the host's NIC on that rail (the first by name, should two share one).
+    rail_nic: dict[tuple[str, int], str] = field(default_factory=dict)
     address_of: dict[str, Endpoint] = field(default_factory=dict)
     #: Links cabled unlike the plan (see `asbuilt`), with what the plan says instead.
     as_built: dict[str, str] = field(default_factory=dict)
@@ -143,6 +148,13 @@ def build_fabric(plan: CablePlan, addresses: dict[str, Endpoint] | None = None) 
             if peer is not None and graph.nodes[peer][ROLE] == Role.LEAF:
                 fabric.nic_leaf[ep] = peer
     _assign_leaf_rails(fabric)
+    for host, nics in fabric.host_nics.items():
+        for nic in nics:
+            ep = Endpoint(host, nic)
+            leaf = fabric.nic_leaf.get(ep)
+            if leaf is not None:
+                fabric.nic_rail[ep] = graph.nodes[leaf][RAIL]
+            fabric.rail_nic.setdefault((host, fabric.nic_rail[ep]), nic)
     return fabric
 
 

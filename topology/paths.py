@@ -110,6 +110,40 @@ class PathFinder:
         weights[dst_link] = 1.0
         return weights
 
+    def mesh_links(self, hosts: Iterable[str]) -> LinkWeights:
+        """Every link the traffic of a job on `hosts` may cross when nothing says which hosts
+        talk (NCCL at WARN prints no channels): every pair of the hosts on each rail, which
+        covers rings and trees in any order, MoE all-to-all and PXN (which keeps traffic on
+        its rail).
+
+        A switch-to-switch link weighs what one pair's flow gives it, the most over the
+        pairs, not the chance that any of them crosses it: that chance would be near 1 for
+        every uplink of a large job, while a ring or a tree crosses a given uplink with a few
+        flows, so a fault on an uplink it never used would be blamed as surely as one on its
+        own cable. Host cables weigh 1. Computed per leaf pair (hosts under one leaf share its
+        uplinks): a 288-host job costs a few hundred leaf pairs, not 41,000 host pairs.
+        """
+        fabric = self.fabric
+        by_rail: dict[int, dict[str, list[str]]] = {}
+        for host in sorted(set(hosts)):
+            for nic in fabric.host_nics.get(host, ()):
+                ep = Endpoint(host, nic)
+                leaf, lid = fabric.nic_leaf.get(ep), fabric.link_at.get(ep)
+                if leaf is not None and lid is not None:
+                    by_rail.setdefault(fabric.nic_rail[ep], {}).setdefault(leaf, []).append(lid)
+        weights: LinkWeights = {}
+        for _, leaves in sorted(by_rail.items()):
+            if sum(len(lids) for lids in leaves.values()) < 2:
+                continue  # one host on this rail: no flow on it
+            for lids in leaves.values():
+                weights.update(dict.fromkeys(lids, 1.0))
+            names = sorted(leaves)
+            for i, a in enumerate(names):
+                for b in names[i + 1 :]:
+                    for lid, p in self.leaf_to_leaf(a, b).items():
+                        weights[lid] = max(weights.get(lid, 0.0), min(p, 1.0))
+        return weights
+
     def candidate_paths(
         self, src: Endpoint, dst: Endpoint, limit: int = 10_000
     ) -> Iterator[tuple[str, ...]]:

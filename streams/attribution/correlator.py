@@ -62,6 +62,8 @@ class CorrelatorStats:
 class _Job:
     view: JobView
     weights: LinkWeights | None = None
+    #: `weights` came from the hosts alone (no channel flows): see INFERRED_PATHS_FACTOR.
+    inferred: bool = False
     verdict: Verdict | None = None
     # (history version, event time) the verdict was judged at: a timer's re-judging is
     # skipped while neither moved, since nothing it reads could have changed.
@@ -209,11 +211,15 @@ class Correlator:
     def _job_weights(self, job: _Job) -> LinkWeights:
         if job.weights is None:
             flows = job.view.flows(self.fabric)
+            job.inferred = not flows and len(job.view.hosts) > 1
             if flows:
                 weights = union_weights(self.paths.flow_links(a, b) for a, b in sorted(flows))
+            elif job.inferred:
+                # No channel lines (NCCL at WARN or unset), but the hosts are known (from the
+                # scheduler, or from the lines that name them): any two may talk on each rail.
+                weights = self.paths.mesh_links(job.view.hosts)
             else:
-                # No channel lines: the job surely uses its hosts' NIC cables, nothing more is
-                # known, so only those can be candidates.
+                # One host, or none known: only its own NIC cables can be candidates.
                 weights = {
                     lid: 1.0
                     for host in sorted(job.view.hosts)
@@ -292,7 +298,7 @@ class Correlator:
         }
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
         victims, sources = self._pfc_spread(events, lo, hi)
-        obs = Observations(weights, events, seen, victims, sources)
+        obs = Observations(weights, events, seen, victims, sources, job.inferred)
         return build_verdict(
             job.view, obs, self.fabric, self.window, since, upto_ns, state, pace_evidence
         )

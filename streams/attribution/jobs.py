@@ -20,6 +20,7 @@ from railtrace.streams.records import (
     Endpoint,
     InitComplete,
     JobFact,
+    JobPlacement,
     NetDevice,
     NetDevices,
     NetError,
@@ -81,6 +82,7 @@ class JobView:
         if ts:
             self.first_ts_ns = ts if self.first_ts_ns is None else min(self.first_ts_ns, ts)
             self.last_ts_ns = ts if self.last_ts_ns is None else max(self.last_ts_ns, ts)
+        new_host = bool(fact.host) and fact.host not in self.hosts
         if fact.host:
             self.hosts.add(fact.host)
         match fact:
@@ -114,6 +116,12 @@ class JobView:
                 return Change.EVIDENCE
             case Progress():
                 return Change.EVIDENCE if self.pace.add(fact) else Change.NONE
+            case JobPlacement():
+                # The scheduler's hosts: all a job at NCCL_DEBUG=WARN has to place it.
+                known = len(self.hosts)
+                self.hosts.update(h.name for h in fact.hosts)
+                if len(self.hosts) == known and not new_host:
+                    return Change.NONE
         self._flows = None
         return Change.FLOWS
 
@@ -192,10 +200,10 @@ class JobView:
             if remote is None:
                 peer_host = self.rank_host.get((comm, peer_rank))
                 rail = fabric.nic_rail.get(local)
-                nics = fabric.host_nics.get(peer_host or "", ())
-                if peer_host is None or rail is None or rail >= len(nics):
+                peer_nic = fabric.rail_nic.get((peer_host or "", rail if rail is not None else -1))
+                if peer_host is None or peer_nic is None:
                     continue
-                remote = Endpoint(peer_host, nics[rail])
+                remote = Endpoint(peer_host, peer_nic)
             if remote.device == local.device:
                 continue
             a, b = sorted((local, remote), key=lambda e: (e.device, e.interface))

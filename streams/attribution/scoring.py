@@ -104,6 +104,14 @@ CORROBORATION_BOOST = 1.5
 IDLE_MEMBER_FACTOR = 0.3
 
 
+#: A job whose NCCL printed no channels (NCCL_DEBUG unset or WARN) is placed from its hosts
+#: alone, and every pair of them on each rail is taken as talking (topology.PathFinder's
+#: mesh_links): links it may not use at all become candidates with full weight. Its link
+#: candidates are scaled by this, so the same fault is blamed with less confidence than when
+#: the channels show the job's flows on the link.
+INFERRED_PATHS_FACTOR = 0.8
+
+
 #: Pause frames spread upstream: a switch paused on one port fills its buffers and pauses the
 #: ports feeding it, which pause theirs. A port paused by a switch that is itself paused on
 #: another port is a victim of that spread; its storm is scaled by this, so the port where the

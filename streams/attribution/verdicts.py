@@ -15,6 +15,7 @@ from railtrace.streams.attribution.scoring import (
     CORROBORATION_BOOST,
     DEFAULT_XID_WEIGHT,
     IDLE_MEMBER_FACTOR,
+    INFERRED_PATHS_FACTOR,
     PFC_SOURCE_BOOST,
     PFC_VICTIM_FACTOR,
     XID_STALL_THRESHOLD,
@@ -67,6 +68,8 @@ class Observations:
     pfc_victims: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: link id -> (time, why) for links where a PFC storm seen on others started
     pfc_sources: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: The weights are the placement's mesh, not flows the job's channels showed.
+    paths_inferred: bool = False
 
 
 def xid_weight(xid: int) -> float:
@@ -200,6 +203,8 @@ def _link_candidate(
                 "an NCCL transport error names the peer across this link",
             )
         )
+    if obs.paths_inferred:  # last, so no boost's cap can undo it
+        score *= INFERRED_PATHS_FACTOR
     return Candidate(
         CauseKind.LINK, round(score, 4), link=fabric.links[lid], evidence=tuple(evidence)
     )
