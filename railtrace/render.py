@@ -95,9 +95,14 @@ def replay_summary(
         held = made[table] - stored[table]
         note = f" ({held:,} already held)" if held > 0 else ""
         parts.append(f"{stored[table]:,} {_WHAT[table]}{note}")
+    placed = (
+        f", {report.placements:,} job placements from {report.scheduler_files:,} scheduler files"
+        if report.scheduler_files
+        else ""
+    )
     console.print(
         f"Replayed {report.telemetry_values:,} telemetry values and {report.log_lines:,} log lines"
-        f" in {seconds:.1f} s; the store gained " + ", ".join(parts) + "."
+        f"{placed} in {seconds:.1f} s; the store gained " + ", ".join(parts) + "."
     )
     dead = sum(report.dead_letters.values())
     if dead or report.unknown_interfaces or report.plan_errors:

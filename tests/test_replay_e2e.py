@@ -266,3 +266,48 @@ def test_a_seed_gives_the_same_capture_in_every_process(tmp_path: Path) -> None:
         f for f in files if (tmp_path / "1" / f).read_bytes() != (tmp_path / "2" / f).read_bytes()
     ]
     assert different == []
+
+
+@pytest.mark.parametrize("level", ["WARN", "unset"])
+@pytest.mark.parametrize("fault", [Fault.LINK_DOWN, Fault.CRC_BURST, Fault.APP_HANG], ids=str)
+def test_without_nccl_info_lines_the_scheduler_placement_names_the_same_culprit(
+    tmp_path: Path, fault: Fault, level: str
+) -> None:
+    truth = write_capture(tmp_path / "cap", 64, fault, 11, watchdog_s=WATCHDOG_S, nccl_debug=level)
+    logs = "".join(p.read_text() for p in (tmp_path / "cap" / "logs").rglob("*") if p.is_file())
+    assert " NCCL INFO " not in logs  # nothing of the channels or NICs is printed
+    report = replay(open_capture(tmp_path / "cap"), DiscardSink())
+    assert report.placements == len(truth["jobs"])
+    _check_against_truth(report.verdicts, truth)
+
+
+def test_scheduler_input_that_cannot_be_used_is_dead_lettered_and_stored(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    truth = write_capture(cap, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S, nccl_debug="WARN")
+    (cap / "scheduler" / "squeue.json").write_bytes(
+        orjson.dumps(
+            {
+                "jobs": [
+                    {"job_id": 77, "job_state": "RUNNING", "nodes": "gpu[1-", "start_time": 1},
+                    {"job_id": 78, "job_state": "RUNNING", "nodes": "elsewhere[1-2]"},
+                ]
+            }
+        )
+    )
+    store = ChdbStore(tmp_path / "data")
+    try:
+        store.migrate()
+        report = replay(open_capture(cap), store)
+        assert report.dead_letters["scheduler"] == 1  # the hostlist cut off
+        assert report.dead_letters["placement"] == 1  # hosts cables.csv does not hold
+        assert store.count("dead_letters") == 2
+        reasons = " | ".join(
+            store.select(f"SELECT reason FROM {store._name('dead_letters')}").column(0).to_pylist()
+        )
+        assert "job 77: nodes '[' not closed" in reasons
+        assert "job 78: 2 of its 2 hosts are not in cables.csv (elsewhere1, elsewhere2)" in reasons
+        placed = store.job_facts_of("78", ("placement",))
+        assert [h.name for f in placed for h in f.hosts] == ["elsewhere1", "elsewhere2"]
+        _check_against_truth([v for v in report.verdicts if v.job_id in truth["jobs"]], truth)
+    finally:
+        store.close()

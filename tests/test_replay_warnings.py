@@ -29,6 +29,14 @@ def test_a_capture_with_telemetry_and_logs_stamped_in_the_past_warns_of_nothing(
         ({"telemetry_values": 0, "gnmi_files": 3}, "from the 3 files in gnmi/"),
         ({"facts": 0, "log_files": 0}, "logs/<job_id>/ is missing or empty"),
         ({"facts": 0, "log_files": 7}, "the 7 log files gave no job facts"),
+        (
+            {"facts": 3, "placements": 3, "log_files": 0, "scheduler_files": 1},
+            "the jobs the 3 placements of scheduler/ name are judged on their hosts' links alone",
+        ),
+        (
+            {"scheduler_files": 2, "placements": 0},
+            "the 2 files in scheduler/ gave no job placement",
+        ),
         ({"last_event_ns": NOW + 2 * H}, "2.0 hours after this machine's clock"),
         ({"last_event_ns": NOW + 400 * 24 * H}, "400 days after this machine's clock"),
     ],

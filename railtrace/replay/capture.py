@@ -2,7 +2,9 @@
 
 Layout (formats as the tools write them): `cables.csv` (NetBox cable import), optional
 `hosts.csv` (NIC addresses), `gnmi/*.json|*.jsonl` (gnmic file output, json or event format),
-`logs/<job_id>/*` (ranks' stdout/stderr and hosts' kernel logs). A missing cabling plan is an
+`logs/<job_id>/*` (ranks' stdout/stderr and hosts' kernel logs), `scheduler/*` (what Slurm or
+Kubernetes printed about where the jobs ran: `scontrol show job -d`, `squeue --json`,
+`sacct --json`, `kubectl get pods -o json`, any file name). A missing cabling plan is an
 error, since nothing can be placed without it; everything else is optional.
 """
 
@@ -29,6 +31,7 @@ class Capture:
     plan_errors: list[str] = field(default_factory=list)
     gnmi_files: list[Path] = field(default_factory=list)
     log_files: dict[str, list[Path]] = field(default_factory=dict)
+    scheduler_files: list[Path] = field(default_factory=list)
     plan: CablePlan = field(default_factory=CablePlan)
     addresses: dict[str, Endpoint] = field(default_factory=dict)
     #: What of the capture was left out, and why (a folder under logs/ that is no job id).
@@ -83,4 +86,8 @@ def open_capture(root: Path) -> Capture:
                 )
                 continue
             logs[job_dir.name] = files
-    return Capture(root, fabric, errors, gnmi, logs, plan, addresses, skipped)
+    scheduler_dir = root / "scheduler"
+    scheduler = sorted(
+        p for p in scheduler_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
+    )
+    return Capture(root, fabric, errors, gnmi, logs, scheduler, plan, addresses, skipped)

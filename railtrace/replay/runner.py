@@ -24,11 +24,13 @@ from railtrace.streams.records import (
     DeadLetter,
     Endpoint,
     JobFact,
+    JobPlacement,
     LinkEvent,
     LinkSample,
     TelemetryValue,
     Verdict,
 )
+from railtrace.streams.scheduler import hosts_not_cabled, read_placements
 from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
 from railtrace.streams.telemetry.lldp import LldpUpdate
 from railtrace.topology.asbuilt import cabled_fabric
@@ -76,6 +78,9 @@ class ReplayReport:
     telemetry_values: int = 0
     log_lines: int = 0
     facts: int = 0
+    #: Job placements read from scheduler/, and jobs listed there that held no host yet.
+    placements: int = 0
+    waiting_jobs: int = 0
     samples: int = 0
     link_events: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
@@ -86,6 +91,7 @@ class ReplayReport:
     skipped: list[str] = field(default_factory=list)
     gnmi_files: int = 0
     log_files: int = 0
+    scheduler_files: int = 0
     decode_s: float = 0.0
     #: The part of decode_s spent parsing logs.
     logs_s: float = 0.0
@@ -154,7 +160,7 @@ def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) 
     each file's dead letters are stored as soon as it is read: all of them, in bounded memory.
     """
     out = _Decoded()
-    files = len(capture.gnmi_files) + capture.log_file_count
+    files = len(capture.gnmi_files) + capture.log_file_count + len(capture.scheduler_files)
 
     def store_dead(kind: str, dead: list[DeadLetter]) -> None:
         if dead:
@@ -183,6 +189,20 @@ def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) 
             report.log_lines += parser.stats.lines
             store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)
+    for path in capture.scheduler_files:
+        placed = read_placements(capture.log_source(path), path.read_bytes())
+        out.facts.extend(placed.placements)
+        report.placements += len(placed.placements)
+        report.waiting_jobs += placed.waiting
+        store_dead("scheduler", placed.dead_letters)
+        tick("decode", 1, files)
+    uncabled = [
+        dead
+        for f in out.facts
+        if isinstance(f, JobPlacement)
+        and (dead := hosts_not_cabled(f, capture.fabric.host_nics)) is not None
+    ]
+    store_dead("placement", uncabled)
     out.facts.sort(key=lambda f: f.ts_ns)
     report.facts = len(out.facts)
     report.logs_s = time.perf_counter() - started
@@ -221,6 +241,7 @@ def replay(
         skipped=list(capture.skipped),
         gnmi_files=len(capture.gnmi_files),
         log_files=capture.log_file_count,
+        scheduler_files=len(capture.scheduler_files),
     )
     tick = progress or (lambda _stage, _n, _total: None)
     started = time.perf_counter()
@@ -285,12 +306,23 @@ def warnings(report: ReplayReport, now_ns: int) -> list[str]:
             else f"no switch telemetry was read from the {report.gnmi_files} files in gnmi/ "
             "(empty, or every message a dead letter), so no link can be blamed"
         )
-    if report.facts == 0:
+    if report.facts == report.placements:
+        judged = (
+            f"the jobs the {report.placements} placements of scheduler/ name are judged on "
+            "their hosts' links alone, and no hang can be seen"
+            if report.placements
+            else "there is no job to judge"
+        )
         out.append(
-            "no job logs: logs/<job_id>/ is missing or empty, so there is no job to judge"
+            f"no job logs: logs/<job_id>/ is missing or empty, so {judged}"
             if report.log_files == 0
             else f"the {report.log_files} log files gave no job facts (no NCCL, PyTorch, "
-            "trainer or kernel line railtrace reads), so there is no job to judge"
+            f"trainer or kernel line railtrace reads), so {judged}"
+        )
+    if report.scheduler_files and not report.placements and not report.waiting_jobs:
+        out.append(
+            f"the {report.scheduler_files} files in scheduler/ gave no job placement (see the "
+            "scheduler dead letters): jobs are placed from their NCCL INFO lines only"
         )
     ahead = report.last_event_ns - now_ns
     if ahead > FUTURE_SLACK_NS:

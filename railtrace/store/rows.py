@@ -25,6 +25,7 @@ from railtrace.streams.records import (
     Endpoint,
     InitComplete,
     JobFact,
+    JobPlacement,
     LinkEvent,
     LinkSample,
     NetDevices,
@@ -50,6 +51,7 @@ FACT_KINDS: dict[type[JobFact], str] = {
     RasReport: "ras-report",
     Progress: "progress",
     NicEvent: "nic-event",
+    JobPlacement: "placement",
 }
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 #: The kinds of fact that happened at a moment; the rest describe the job's structure.
