@@ -1,12 +1,15 @@
 """Benchmark: attribution accuracy over many simulated incidents, one table per case.
 
 Run: .venv/bin/python benchmarks/accuracy.py [--nodes 64,288] [--seeds 15 | --incidents 500]
-     [--cases link-down,flap,...] [--workers 2] [--watchdog 600]
+     [--cases link-down,flap,...] [--nccl-debug INFO,WARN,unset] [--workers 2] [--watchdog 600]
 For every case (a member of `railtrace.simulate.Fault`; all of them by default), every fabric
-size and every seed: simulate an incident, replay it with the embedded core, and score each
-job's final verdict against the ground truth (`truth.json`). `--incidents N` spreads N
+size, every NCCL_DEBUG level (INFO by default) and every seed: simulate an incident with the
+jobs' logs as that level prints them (and Slurm's `scontrol show job -d` in scheduler/),
+replay it with the embedded core, and score each job's final verdict against the ground
+truth (`truth.json`). A seed gives the same incident at every level, so the levels' tables
+differ only by what the logs say. `--incidents N` spreads N
 incidents evenly over cases x sizes (rounded up) instead of giving `--seeds`. Progress goes to
-stderr. Prints one table per size, an "all sizes" table when more than one size ran, a
+stderr. Prints one table per size and level, an "all sizes" table when more than one size ran, a
 calibration table, and the totals: incidents, wall time, seconds per incident (each size's
 header gives the mean seconds one incident takes in one worker). An incident that raises is
 listed at the end, with where, and makes the exit status 1; the others are still scored.
@@ -58,6 +61,7 @@ from typing import Any
 
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
+from railtrace.simulate.logs import NCCL_DEBUG_LEVELS
 from railtrace.streams.records import CauseKind, JobState, Verdict
 
 #: The job groups a score falls in.
@@ -362,26 +366,30 @@ def format_calibration(bins: Sequence[CalibrationBin]) -> list[str]:
 # --- running ------------------------------------------------------------------------------
 
 
+Task = tuple[int, str, int, int, str]  # nodes, case, seed, watchdog, NCCL_DEBUG
+
+
 @dataclass(frozen=True, slots=True)
 class Incident:
     nodes: int
     case: str
     seed: int
+    level: str
     scores: list[JobScore]
     seconds: float  # simulate + replay, in the worker
 
 
-def run_one(task: tuple[int, str, int, int]) -> Incident:
-    nodes, case, seed, watchdog = task
+def run_one(task: Task) -> Incident:
+    nodes, case, seed, watchdog, level = task
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="railtrace-acc-"))
     try:
-        truth = write_capture(work, nodes, Fault(case), seed, watchdog_s=watchdog)
+        truth = write_capture(work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level)
         report = replay(open_capture(work), DiscardSink())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     scores = score_incident(truth, report.verdicts)
-    return Incident(nodes, case, seed, scores, time.perf_counter() - started)
+    return Incident(nodes, case, seed, level, scores, time.perf_counter() - started)
 
 
 def _sizes(text: str) -> list[int]:
@@ -392,6 +400,17 @@ def _sizes(text: str) -> list[int]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"node counts must be positive: {text!r}")
     return list(dict.fromkeys(sizes))
+
+
+def _levels(text: str) -> list[str]:
+    levels = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in levels if c not in NCCL_DEBUG_LEVELS]
+    if unknown or not levels:
+        raise argparse.ArgumentTypeError(
+            f"unknown NCCL_DEBUG level(s) {', '.join(unknown) or '(none given)'}; "
+            f"one or more of {', '.join(NCCL_DEBUG_LEVELS)}"
+        )
+    return list(dict.fromkeys(levels))
 
 
 def _cases(text: str) -> list[str]:
@@ -436,6 +455,12 @@ def _parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--cases", type=_cases, default=[str(f) for f in Fault], help="comma list of cases"
     )
+    ap.add_argument(
+        "--nccl-debug",
+        type=_levels,
+        default=["INFO"],
+        help="comma list of the jobs' NCCL_DEBUG levels: INFO, WARN, unset",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--watchdog", type=int, default=600, help="PyTorch watchdog timeout, s")
     args = ap.parse_args()
@@ -454,9 +479,7 @@ def _where(exc: BaseException) -> str:
     return f" at {frames[-1]}" if frames else ""
 
 
-def run_all(
-    tasks: list[tuple[int, str, int, int]], workers: int
-) -> tuple[list[Incident], list[str]]:
+def run_all(tasks: list[Task], workers: int) -> tuple[list[Incident], list[str]]:
     """Run the tasks in a process pool; the incidents in task order, and the failures."""
     progress = _Progress(len(tasks))
     done: list[Incident] = []
@@ -467,13 +490,13 @@ def run_all(
             try:
                 done.append(fut.result())
             except Exception as exc:  # keep the run going; report what failed at the end
-                n, c, s, _ = futures[fut]
-                failed.append(f"{n} nodes {c} seed {s}: {exc!r}{_where(exc)}")
+                n, c, s, _, level = futures[fut]
+                failed.append(f"{n} nodes {c} seed {s} NCCL_DEBUG={level}: {exc!r}{_where(exc)}")
                 progress.step(failed=True)
             else:
                 progress.step()
-    order = {t[:3]: i for i, t in enumerate(tasks)}
-    done.sort(key=lambda r: order[(r.nodes, r.case, r.seed)])
+    order = {(t[0], t[1], t[2], t[4]): i for i, t in enumerate(tasks)}
+    done.sort(key=lambda r: order[(r.nodes, r.case, r.seed, r.level)])
     return done, failed
 
 
@@ -481,9 +504,14 @@ def main() -> None:
     args = _parse_args()
     sizes: list[int] = args.nodes
     cases: list[str] = args.cases
-    # Seed-major order, so that the progress estimate sees every case and size early.
+    levels: list[str] = args.nccl_debug
+    # Seed-major order, so that the progress estimate sees every case, size and level early.
     tasks = [
-        (n, c, s, args.watchdog) for s in range(1, args.seeds + 1) for n in sizes for c in cases
+        (n, c, s, args.watchdog, level)
+        for s in range(1, args.seeds + 1)
+        for n in sizes
+        for c in cases
+        for level in levels
     ]
     started = time.perf_counter()
     done, failed = run_all(tasks, args.workers)
@@ -496,16 +524,26 @@ def main() -> None:
     print(
         f"watchdog {args.watchdog} s, {args.seeds} seeds per case per size, {args.workers} workers"
     )
-    for n in sizes:
-        mine = [r for r in done if r.nodes == n]
-        per = statistics.mean(r.seconds for r in mine) if mine else 0.0
-        print(f"\n{n} nodes: {len(mine)} incidents, {per:.1f} s per incident in one worker")
-        print("\n".join(format_table(case_rows(mine))))
-    if len(sizes) > 1:
-        print(f"\nall sizes ({', '.join(map(str, sizes))} nodes): {len(done)} incidents")
-        print("\n".join(format_table(case_rows(done))))
-    print("\ncalibration: blames on affected jobs by confidence, all sizes")
-    print("\n".join(format_calibration(calibration(s for r in done for s in r.scores))))
+    for level in levels:
+        at_level = [r for r in done if r.level == level]
+        for n in sizes:
+            mine = [r for r in at_level if r.nodes == n]
+            per = statistics.mean(r.seconds for r in mine) if mine else 0.0
+            print(
+                f"\n{n} nodes, NCCL_DEBUG={level}: {len(mine)} incidents, {per:.1f} s per "
+                "incident in one worker"
+            )
+            print("\n".join(format_table(case_rows(mine))))
+        if len(sizes) > 1:
+            print(
+                f"\nall sizes ({', '.join(map(str, sizes))} nodes), NCCL_DEBUG={level}: "
+                f"{len(at_level)} incidents"
+            )
+            print("\n".join(format_table(case_rows(at_level))))
+    for level in levels:
+        print(f"\ncalibration: blames on affected jobs by confidence, NCCL_DEBUG={level}")
+        scores = (s for r in done if r.level == level for s in r.scores)
+        print("\n".join(format_calibration(calibration(scores))))
     jobs = sum(len(r.scores) for r in done)
     per_incident = wall / len(done) if done else float("nan")
     print(

@@ -61,8 +61,30 @@ class _Rank:
         self.prefix = f"{self.host}:{self.pid}:{self.pid + 7} [{gpu}] NCCL"
 
 
-def job_logs(sc: Scenario, job: SimJob, rng: random.Random) -> list[LogFile]:
-    """Every file one job leaves in the capture."""
+#: NCCL_DEBUG as jobs run with it: INFO prints the setup (NICs, ranks, channels), WARN only
+#: NCCL's warnings, and unset (the default, and most production jobs) nothing at all, so
+#: only PyTorch's own lines (watchdog timeouts, the exception carrying NCCL's last error)
+#: remain.
+NCCL_DEBUG_LEVELS = ("INFO", "WARN", "unset")
+
+
+def _printed(line: str, nccl_debug: str) -> bool:
+    """Whether NCCL prints `line` at `nccl_debug`. Every line is made at every level and the
+    unprinted ones dropped afterwards, so the levels draw the same random numbers and give
+    the same incident."""
+    if " NCCL INFO " in line:
+        return nccl_debug == "INFO"
+    if " NCCL WARN " in line:
+        return nccl_debug in ("INFO", "WARN")
+    return True
+
+
+def job_logs(
+    sc: Scenario, job: SimJob, rng: random.Random, nccl_debug: str = "INFO"
+) -> list[LogFile]:
+    """Every file one job leaves in the capture, as NCCL_DEBUG=`nccl_debug` prints it."""
+    if nccl_debug not in NCCL_DEBUG_LEVELS:
+        raise ValueError(f"NCCL_DEBUG {nccl_debug!r}: one of {', '.join(NCCL_DEBUG_LEVELS)}")
     files = {h: LogFile(job.job_id, f"{h}.log") for h in job.hosts}
     nranks = job.ranks
     t0 = job.started_ns
@@ -95,6 +117,8 @@ def job_logs(sc: Scenario, job: SimJob, rng: random.Random) -> list[LogFile]:
         result.append(_dmesg(strike))
     if strike is not None and (nic := _nic_dmesg(sc, strike)) is not None:
         result.append(nic)
+    for f in result:
+        f.lines = [(t, line) for t, line in f.lines if _printed(line, nccl_debug)]
     return result
 
 
@@ -164,17 +188,13 @@ def _stall(sc: Scenario, strike: Strike, files: dict[str, LogFile], rng: random.
                 t = strike.at_ns + (18 + rng.randrange(20)) * NS + rng.randrange(NS)
                 peer_ip = sc.address[peer]
                 local_ip = sc.address[sc.design.nic(sc.design.hosts.index(r.host), flow.channel)]
-                files[r.host].lines.append(
-                    (
-                        t,
-                        (
-                            f"{_nccl_stamp(t)} {r.prefix} WARN NET/IB : Got completion from "
-                            f"peer {peer_ip}<{40000 + rng.randrange(20000)}> with status=12 "
-                            f"opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:{local_ip} "
-                            f"remoteGid ::ffff:{peer_ip}"
-                        ),
-                    )
+                warning = (
+                    f"NET/IB : Got completion from peer {peer_ip}<{40000 + rng.randrange(20000)}>"
+                    f" with status=12 opcode=0 len=0 vendor err 129 (Send) localGid "
+                    f"::ffff:{local_ip} remoteGid ::ffff:{peer_ip}"
                 )
+                files[r.host].lines.append((t, f"{_nccl_stamp(t)} {r.prefix} WARN {warning}"))
+                files[r.host].lines.extend(_torch_error(r, t + 2 * NS, warning))
     dead = None
     if strike.node is not None and strike.gpu is not None:
         dead = job.hosts.index(strike.node) * 8 + strike.gpu
@@ -198,6 +218,28 @@ def _stall(sc: Scenario, strike: Strike, files: dict[str, LogFile], rng: random.
                     ),
                 )
             )
+
+
+def _torch_error(r: _Rank, t: int, last_error: str) -> list[tuple[int, str]]:
+    """PyTorch's exception when NCCL reports the error to it (at every NCCL_DEBUG level: the
+    text of NCCL's last warning rides in it), behind torchrun's rank prefix, as in
+    https://github.com/NVIDIA/nccl/issues/2076 and /1928."""
+    head = f"[rank{r.rank}]:"
+    return [
+        (
+            t,
+            f"{head} torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or "
+            f"there was a network error, NCCL version {NCCL_VERSION.split('+', maxsplit=1)[0]}",
+        ),
+        (
+            t,
+            f"{head} ncclRemoteError: A call failed possibly due to a network error or a "
+            "remote process exiting prematurely.",
+        ),
+        (t, f"{head} Last error:"),
+        (t, f"{head} {last_error}"),
+    ]
 
 
 def _dmesg(strike: Strike) -> LogFile:

@@ -1,7 +1,8 @@
 """Writing a simulated incident to disk as a capture directory, plus its ground truth.
 
 The capture is exactly what `railtrace replay` reads from the field: `cables.csv` (NetBox
-bulk-import columns), `hosts.csv`, `gnmi/` (gnmic output files), `logs/<job_id>/`; the ground
+bulk-import columns), `hosts.csv`, `gnmi/` (gnmic output files), `logs/<job_id>/` (as the jobs'
+NCCL_DEBUG level prints them), `scheduler/` (Slurm's `scontrol show job -d`); the ground
 truth goes to `truth.json`, which replay never reads.
 """
 
@@ -18,6 +19,7 @@ import orjson
 from railtrace.simulate.gnmi import render
 from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
+from railtrace.simulate.scheduler import scontrol_show_jobs
 from railtrace.simulate.series import Item, port_series
 from railtrace.streams.records import Diagnosis, Endpoint, LinkRef
 from railtrace.topology.cabling import format_cables_csv
@@ -124,8 +126,11 @@ def write_capture(
     watchdog_s: int = 600,
     sample_s: int = 10,
     progress: Callable[[int], None] | None = None,
+    nccl_debug: str = "INFO",
 ) -> dict[str, Any]:
-    """Simulate one incident into `out_dir`; returns the ground truth (also in truth.json)."""
+    """Simulate one incident into `out_dir`; returns the ground truth (also in truth.json).
+    `nccl_debug` is the jobs' NCCL_DEBUG: INFO, WARN or unset (see simulate.logs); the
+    incident itself is the same at every level."""
     sc = plan_scenario(nodes, fault, seed, watchdog_s=watchdog_s, sample_s=sample_s)
     rng = random.Random(f"logs-{seed}-{fault}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -147,9 +152,12 @@ def write_capture(
         job_dir = out_dir / "logs" / job.job_id
         job_dir.mkdir(parents=True, exist_ok=True)
         shipped = j % 2 == 1
-        for f in job_logs(sc, job, rng):
+        for f in job_logs(sc, job, rng, nccl_debug):
             (job_dir / f.name).write_text(f.text(shipped and not f.name.endswith(".dmesg")))
+    (out_dir / "scheduler").mkdir(exist_ok=True)
+    (out_dir / "scheduler" / "scontrol-show-job.txt").write_text(scontrol_show_jobs(sc))
     result = truth(sc)
+    result["nccl_debug"] = nccl_debug
     (out_dir / "truth.json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     return result
 
