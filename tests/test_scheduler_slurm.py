@@ -1,0 +1,141 @@
+"""Against real Slurm daemons (Debian's slurm-wlm: munged, slurmctld and four slurmd started by
+deploy/slurm/slurm.sh): a real sbatch job is placed from what scontrol and squeue print about
+it and from the env dump in its own log, and a capture made of them replays with its hosts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gates
+import pytest
+
+from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.streams.logs import parse_lines
+from railtrace.streams.records import JobPlacement
+from railtrace.streams.scheduler import read_placements
+
+SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "slurm" / "slurm.sh"
+NODES = [f"gb-n{i:03d}" for i in range(1, 5)]
+
+
+class Slurm:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {**os.environ, "SLURM_CONF": str(home / "slurm.conf")}
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            args, env=self.env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    def until(self, job_id: str, states: set[str], timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.run("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T").strip()
+            if state in states:
+                return state
+            assert time.monotonic() < deadline, f"job {job_id} still {state!r}"
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
+    gates.require(
+        "slurm",
+        all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")),
+        "Slurm's daemons (Debian: apt-get install slurm-wlm)",
+    )
+    home = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "RAILTRACE_SLURM_HOME": str(home)}
+    started = subprocess.run(
+        [str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield Slurm(home)
+    finally:
+        subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60, check=False)
+
+
+JOB_SCRIPT = """#!/bin/bash
+# What a training job's batch script leaves in its log: its environment, then the trainer.
+env | grep -E '^SLURM_(JOB_ID|JOB_NODELIST|NNODES)='
+for i in 10 20 30; do
+  echo " [$(date -u '+%Y-%m-%d %H:%M:%S')] iteration       $i/   10000 |" \
+    "consumed samples: $((i * 512)) | elapsed time per iteration (ms): 1234.5 |"
+  sleep 1
+done
+"""
+
+
+def _job(slurm: Slurm, tmp_path: Path) -> tuple[str, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "job.sh").write_text(JOB_SCRIPT)
+    job_id = slurm.run(
+        "sbatch", "--parsable", "-N", "2", "--gres=gpu:8", "-o", str(tmp_path / "%j.out"),
+        "--chdir", str(tmp_path), str(tmp_path / "job.sh"),
+    ).strip()  # fmt: skip
+    return job_id, tmp_path / f"{job_id}.out"
+
+
+def test_a_real_job_is_placed_alike_from_scontrol_squeue_and_its_env_dump(
+    slurm: Slurm, tmp_path: Path
+) -> None:
+    job_id, log = _job(slurm, tmp_path)
+    slurm.until(job_id, {"RUNNING"})
+    shown = slurm.run("scontrol", "show", "job", "-d", job_id)
+    listed = slurm.run("squeue", "--json", "-j", job_id)
+    node_list = next(w[9:] for w in shown.split() if w.startswith("NodeList="))
+    hosts = slurm.run("scontrol", "show", "hostnames", node_list).split()  # Slurm's expansion
+    assert len(hosts) == 2 and set(hosts) <= set(NODES)
+    for source, data in (("scontrol", shown), ("squeue", listed)):
+        got = read_placements(source, data.encode())
+        assert not got.dead_letters, got.dead_letters
+        (placed,) = got.placements
+        assert placed.job_id == job_id and placed.state == "RUNNING"
+        assert [(h.name, h.gpus) for h in placed.hosts] == [(h, tuple(range(8))) for h in hosts]
+        assert placed.start_ns and abs(placed.start_ns - time.time_ns()) < 120 * 10**9
+    slurm.until(job_id, {"COMPLETED"})
+    (ended,) = read_placements(
+        "s", slurm.run("scontrol", "show", "job", "-d", job_id).encode()
+    ).placements
+    assert ended.state == "COMPLETED" and ended.end_ns is not None
+    assert ended.end_ns >= ended.start_ns + 2 * 10**9  # the script ran three steps of a second
+    facts, _ = parse_lines(log.read_bytes().splitlines(), job_id=job_id, source="log")
+    (env_dump,) = [f for f in facts if isinstance(f, JobPlacement)]
+    assert [h.name for h in env_dump.hosts] == hosts
+
+
+def _cables(path: Path) -> None:
+    """Each node's two NICs on the rail-0 and rail-1 leaves, both leaves on one spine."""
+    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
+    for i, node in enumerate(NODES, 1):
+        for rail in (0, 1):
+            rows.append(f"{node},dcim.interface,mlx5_{rail},leaf-r{rail},dcim.interface,swp{i}")
+    for rail in (0, 1):
+        rows.append(f"leaf-r{rail},dcim.interface,swp31,spine-1,dcim.interface,swp{rail + 1}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_a_capture_of_a_real_job_at_nccl_warn_replays_with_its_hosts(
+    slurm: Slurm, tmp_path: Path
+) -> None:
+    job_id, log = _job(slurm, tmp_path / "run")
+    slurm.until(job_id, {"COMPLETED"})
+    cap = tmp_path / "cap"
+    (cap / "logs" / job_id).mkdir(parents=True)
+    (cap / "scheduler").mkdir()
+    _cables(cap / "cables.csv")
+    shutil.copy(log, cap / "logs" / job_id / "rank0.log")
+    (cap / "scheduler" / "job.txt").write_text(slurm.run("scontrol", "show", "job", "-d", job_id))
+    report = replay(open_capture(cap), DiscardSink())
+    assert report.placements == 1 and sum(report.dead_letters.values()) == 0
+    (verdict,) = report.verdicts
+    assert verdict.job_id == job_id and verdict.hosts == 2
