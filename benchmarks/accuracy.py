@@ -402,27 +402,24 @@ def _sizes(text: str) -> list[int]:
     return list(dict.fromkeys(sizes))
 
 
-def _levels(text: str) -> list[str]:
-    levels = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in levels if c not in NCCL_DEBUG_LEVELS]
-    if unknown or not levels:
+def _one_or_more(text: str, known: Sequence[str], what: str, of: str) -> list[str]:
+    """The comma list `text`, each a member of `known`, in order and without repeats."""
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in known]
+    if unknown or not chosen:
         raise argparse.ArgumentTypeError(
-            f"unknown NCCL_DEBUG level(s) {', '.join(unknown) or '(none given)'}; "
-            f"one or more of {', '.join(NCCL_DEBUG_LEVELS)}"
+            f"unknown {what} {', '.join(unknown) or '(none given)'}; {of}: {', '.join(known)}"
         )
-    return list(dict.fromkeys(levels))
+    return list(dict.fromkeys(chosen))
+
+
+def _levels(text: str) -> list[str]:
+    return _one_or_more(text, NCCL_DEBUG_LEVELS, "NCCL_DEBUG level(s)", "one or more of")
 
 
 def _cases(text: str) -> list[str]:
     known = [str(f) for f in Fault]
-    cases = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in cases if c not in known]
-    if unknown or not cases:
-        raise argparse.ArgumentTypeError(
-            f"unknown case(s) {', '.join(unknown) or '(none given)'}; "
-            f"the installed simulator knows: {', '.join(known)}"
-        )
-    return list(dict.fromkeys(cases))
+    return _one_or_more(text, known, "case(s)", "the installed simulator knows")
 
 
 class _Progress:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ..records import DeadLetter, JobPlacement
+from ..records import DeadLetter, JobPlacement, LogOrigin, PlacedHost
 
 #: Slurm's job states after which EndTime is when the job ended (before it, EndTime is the
 #: time limit's projection, not an end).
@@ -42,6 +42,29 @@ class PlacementRead:
         self.dead_letters.append(
             DeadLetter(source, reason, raw.encode("utf-8", "replace")[:2048], line_no)
         )
+
+
+def slurm_placement(
+    job_id: str,
+    hosts: tuple[PlacedHost, ...],
+    state: str,
+    start_ns: int | None,
+    end_ns: int | None,
+    origin: LogOrigin,
+) -> JobPlacement:
+    """A Slurm job's placement, dated by its start (0 when Slurm gave none); `end_ns` is kept
+    only in a state that ended the job (before, EndTime is the time limit's projection)."""
+    return JobPlacement(
+        ts_ns=start_ns or 0,
+        job_id=job_id,
+        host="",
+        hosts=hosts,
+        scheduler="slurm",
+        state=state,
+        start_ns=start_ns,
+        end_ns=end_ns if state in SLURM_ENDED else None,
+        origin=origin,
+    )
 
 
 def hosts_not_cabled(placement: JobPlacement, cabled: Collection[str]) -> DeadLetter | None:

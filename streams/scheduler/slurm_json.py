@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import JobPlacement, LogOrigin, PlacedHost, in_time_range, valid_job_id
-from .common import SLURM_ENDED, SLURM_WAITING, PlacementRead, RecordError
+from .common import SLURM_WAITING, PlacementRead, RecordError, slurm_placement
 from .gres import gpu_indexes
 from .hostlist import HostlistError, expand
 
@@ -61,17 +61,7 @@ def _placement(source: str, position: int, job: Any) -> JobPlacement | None:
     start = _time(job_id, "start", job.get("start_time", times.get("start")))
     end = _time(job_id, "end", job.get("end_time", times.get("end")))
     hosts = tuple(PlacedHost(n, g, len(g) if g else None) for n, g in zip(names, gpus, strict=True))
-    return JobPlacement(
-        ts_ns=start or 0,
-        job_id=job_id,
-        host="",
-        hosts=hosts,
-        scheduler="slurm",
-        state=state,
-        start_ns=start,
-        end_ns=end if state in SLURM_ENDED else None,
-        origin=LogOrigin(source, position),
-    )
+    return slurm_placement(job_id, hosts, state, start, end, LogOrigin(source, position))
 
 
 def _job_id(job: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ import re
 from datetime import datetime, tzinfo
 
 from ..records import JobPlacement, LogOrigin, PlacedHost, in_time_range, valid_job_id
-from .common import SLURM_ENDED, SLURM_WAITING, PlacementRead, RecordError
+from .common import SLURM_ENDED, SLURM_WAITING, PlacementRead, RecordError, slurm_placement
 from .gres import gpu_indexes
 from .hostlist import HostlistError, expand
 
@@ -89,17 +89,7 @@ def _placement(source: str, line_no: int, lines: list[str], tz: tzinfo) -> JobPl
     hosts = tuple(
         PlacedHost(n, gpus[n], len(gpus[n])) if n in gpus else PlacedHost(n) for n in names
     )
-    return JobPlacement(
-        ts_ns=start or 0,
-        job_id=job_id,
-        host="",
-        hosts=hosts,
-        scheduler="slurm",
-        state=state,
-        start_ns=start,
-        end_ns=end,
-        origin=LogOrigin(source, line_no),
-    )
+    return slurm_placement(job_id, hosts, state, start, end, LogOrigin(source, line_no))
 
 
 def _gpus_by_host(job_id: str, groups: list[dict[str, str]]) -> dict[str, tuple[int, ...]]:
