@@ -135,7 +135,7 @@ def test_a_bad_scontrol_record_is_a_dead_letter_and_the_next_is_read() -> None:
 def test_unreadable_files_are_dead_letters_with_the_reason(data: bytes, says: str) -> None:
     got = read_placements("scheduler/x", data)
     assert got.placements == []
-    assert [says in d.reason for d in got.dead_letters] == [True]
+    assert says in got.dead_letters[0].reason
 
 
 def test_real_slurm_2205_text_and_json_agree_on_a_multinode_gpu_job() -> None:

@@ -9,7 +9,9 @@ a capture's `scheduler/` folder takes the files as the tools printed them, under
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, tzinfo
+from typing import Any
 
 import orjson
 
@@ -29,19 +31,20 @@ __all__ = [
 
 def read_placements(source: str, data: bytes, tz: tzinfo = UTC) -> PlacementRead:
     """The placements in one scheduler output; `tz` is the zone scontrol's times were printed
-    in (JSON outputs carry Unix times and need none)."""
+    in (JSON outputs carry Unix times and need none). Never raises: what cannot be read is a
+    dead letter with the reason, and as much of the file as can be read is."""
     out = PlacementRead()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        out.refuse(source, 0, f"not UTF-8 (byte {exc.start})", data[:200].decode("latin-1"))
-        return out
+        # One bad byte must not cost the file: read it with the bad bytes replaced (U+FFFD is
+        # refused in a host name or job id, so no record is read wrong) and say so.
+        out.refuse(source, 0, f"not UTF-8 from byte {exc.start}: the bad bytes were replaced")
+        text = data.decode("utf-8", errors="replace")
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
-        try:
-            doc = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            out.refuse(source, 0, f"not JSON: {exc}", stripped[:200])
+        doc = _json(source, text, out)
+        if doc is None:
             return out
         if slurm_json.looks_like(doc):
             slurm_json.read(source, doc, out)
@@ -74,3 +77,22 @@ def read_placements(source: str, data: bytes, tz: tzinfo = UTC) -> PlacementRead
             stripped[:200],
         )
     return out
+
+
+def _json(source: str, text: str, out: PlacementRead) -> Any:
+    """The JSON document of `text`, or None (a dead letter says why). orjson reads nearly
+    every file; Python's own json module is the fallback for what orjson refuses and the
+    tools can still print: a number beyond a double (`1e999`), nesting deeper than 1,024, or
+    text after the document (a second output appended), which is reported and left out."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        first = str(exc)
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, len(text) - len(text.lstrip()))
+    except (ValueError, RecursionError):
+        out.refuse(source, 0, f"not JSON: {first}", text.lstrip()[:200])
+        return None
+    if text[end:].strip():
+        out.refuse(source, 0, f"text after the JSON document (from character {end}), left out")
+    return doc

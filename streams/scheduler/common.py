@@ -3,7 +3,7 @@ reader says "no" about one record without losing the rest of the file."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ..records import DeadLetter, JobPlacement, LogOrigin, PlacedHost
@@ -29,6 +29,11 @@ SLURM_ENDED = frozenset(
 SLURM_WAITING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"})
 
 
+#: What a reader's own checks may miss on input no scheduler printed; `PlacementRead.take`
+#: turns any of them into one record's dead letter.
+UNFORESEEN = (ValueError, TypeError, AttributeError, KeyError, OverflowError, RecursionError)
+
+
 @dataclass(slots=True)
 class PlacementRead:
     """What one scheduler file gave: placements, records that could not be used (each a
@@ -42,6 +47,42 @@ class PlacementRead:
         self.dead_letters.append(
             DeadLetter(source, reason, raw.encode("utf-8", "replace")[:2048], line_no)
         )
+
+    def take(
+        self,
+        source: str,
+        line_no: int,
+        make: Callable[[], JobPlacement | None],
+        raw: Callable[[], str],
+    ) -> None:
+        """Add what one record (`make`) gives: a placement, a waiting job, or a dead letter
+        with the reason. No record can stop the file: an error a reader did not foresee
+        becomes a dead letter too, naming the error, so the records after it are still read.
+        """
+        try:
+            placement = make()
+        except RecordError as exc:
+            self.refuse(source, line_no, str(exc), brief(raw))
+            return
+        except UNFORESEEN as exc:
+            shown = brief(exc.__str__, 120)
+            self.refuse(
+                source, line_no, f"unreadable record ({type(exc).__name__}: {shown})", brief(raw)
+            )
+            return
+        if placement is None:
+            self.waiting += 1
+        else:
+            self.placements.append(placement)
+
+
+def brief(text: Callable[[], str], limit: int = 2048) -> str:
+    """`text()` cut to `limit`, or a word saying why it cannot be shown (a repr of a value
+    nested thousands deep raises RecursionError)."""
+    try:
+        return text()[:limit]
+    except (RecursionError, ValueError):
+        return "(too deeply nested to show)"
 
 
 def slurm_placement(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 _GPU = re.compile(r"(?:^|,)gpu(?::[^:(,]+)?(?::\d+)?\(IDX:([^)]*)\)")
-_INDEX = re.compile(r"(\d+)(?:-(\d+))?\Z")
+_INDEX = re.compile(r"(\d{1,4})(?:-(\d{1,4}))?\Z")
 #: More GPUs than any node holds: a range beyond it is damage, not a node.
 MAX_GPUS_PER_NODE = 64
 

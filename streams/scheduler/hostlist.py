@@ -31,7 +31,9 @@ from itertools import product
 #: More hosts than any one job holds on the largest fabrics railtrace is sized for.
 MAX_HOSTS = 200_000
 
-_RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
+#: A range's numbers: ASCII digits, at most 18 (a longer number is damage, and Python's int()
+#: refuses a string of over 4,300 digits).
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?\Z")
 
 
 class HostlistError(ValueError):
@@ -134,4 +136,4 @@ def _ranges(inside: str, item: str, room: int) -> list[str]:
 
 
 def _name_ok(text: str) -> bool:
-    return text.isprintable() and not any(c in text for c in "[]/\\\"'")
+    return text.isprintable() and not any(c in text for c in "[]/\\\"'\ufffd")

@@ -9,6 +9,7 @@ index. A pod is one fact; the job's placement is the union of its pods' facts.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,8 @@ JOB_LABELS = (
 )
 _INDEX_LABELS = ("batch.kubernetes.io/job-completion-index",)
 _ENDED = frozenset({"Succeeded", "Failed"})
+#: A Kubernetes node name: a DNS subdomain (lowercase letters, digits, '-', '.').
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 
 
 def looks_like(doc: Any) -> bool:
@@ -37,20 +40,18 @@ def read(source: str, doc: dict[str, Any], into: PlacementRead) -> None:
     1-based position stands for its line."""
     pods = [doc] if doc.get("kind") == "Pod" else doc["items"]
     for position, pod in enumerate(pods, 1):
-        try:
-            placement = _placement(source, position, pod)
-        except RecordError as exc:
-            into.refuse(source, position, str(exc), repr(_name(pod))[:200])
-            continue
-        if placement is None:
-            into.waiting += 1
-        else:
-            into.placements.append(placement)
+        into.take(
+            source,
+            position,
+            lambda: _placement(source, position, pod),  # noqa: B023 - called at once
+            lambda: _name(pod),  # noqa: B023
+        )
 
 
 def _name(pod: Any) -> str:
     meta = pod.get("metadata") if isinstance(pod, dict) else None
-    return str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name[:253] if isinstance(name, str) else "?"
 
 
 def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
@@ -68,6 +69,8 @@ def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
         raise RecordError(f"pod {name}: job name {job_id!r} is not a job id")
     phase = status.get("phase", "") if isinstance(status.get("phase"), str) else ""
     node = spec.get("nodeName")
+    if isinstance(node, str) and not _NODE_NAME.match(node):
+        raise RecordError(f"pod {name}: spec.nodeName {node[:80]!r} is not a node name")
     if not isinstance(node, str) or not node:
         if phase in ("", "Pending"):
             return None
@@ -108,9 +111,14 @@ def _env(spec: dict[str, Any]) -> dict[str, str]:
     """Literal env values of the pod's containers (a value from a field ref is not known)."""
     out: dict[str, str] = {}
     for container in _containers(spec):
-        for var in container.get("env") or []:
-            if isinstance(var, dict) and isinstance(var.get("value"), str):
-                out.setdefault(str(var.get("name")), var["value"])
+        env = container.get("env")
+        for var in env if isinstance(env, list) else []:
+            if (
+                isinstance(var, dict)
+                and isinstance(var.get("value"), str)
+                and isinstance(var.get("name"), str)
+            ):
+                out.setdefault(var["name"], var["value"])
     return out
 
 
@@ -132,24 +140,32 @@ def _gpus(name: str, spec: dict[str, Any]) -> int | None:
     return total
 
 
+def _count(value: Any) -> int | None:
+    """A small non-negative integer written in ASCII digits, else None ('²' is a digit to
+    str.isdigit, and not to int)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+        return int(value)
+    return None
+
+
 def _node_rank(env: dict[str, str], labels: dict[str, Any]) -> int | None:
     for key in ("PET_NODE_RANK", "GROUP_RANK", "NODE_RANK"):
-        if env.get(key, "").isdigit():
-            return int(env[key])
+        if (rank := _count(env.get(key))) is not None:
+            return rank
     # A PyTorchJob without torchrun gives each pod RANK and WORLD_SIZE counting pods.
-    if env.get("RANK", "").isdigit() and "PET_NPROC_PER_NODE" not in env:
-        return int(env["RANK"])
+    if (rank := _count(env.get("RANK"))) is not None and "PET_NPROC_PER_NODE" not in env:
+        return rank
     for key in _INDEX_LABELS:
-        value = labels.get(key)
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
+        if (rank := _count(labels.get(key))) is not None:
+            return rank
     return None
 
 
 def _ended(name: str, status: dict[str, Any]) -> int | None:
     ends = []
-    for cs in status.get("containerStatuses") or []:
-        term = (cs.get("state") or {}).get("terminated") if isinstance(cs, dict) else None
+    statuses = status.get("containerStatuses")
+    for cs in statuses if isinstance(statuses, list) else []:
+        term = _dict(_dict(cs).get("state")).get("terminated")
         if isinstance(term, dict):
             t = _time(name, term.get("finishedAt"))
             if t is not None:
@@ -171,7 +187,10 @@ def _time(name: str, raw: Any) -> int | None:
         raise RecordError(f"pod {name}: time {raw!r} is not RFC 3339")
     if when.tzinfo is None:
         raise RecordError(f"pod {name}: time {raw!r} has no zone")
-    ns = int(when.timestamp()) * 1_000_000_000
+    try:
+        ns = int(when.timestamp()) * 1_000_000_000
+    except (ValueError, OverflowError):
+        raise RecordError(f"pod {name}: time {raw!r} is no date") from None
     if not in_time_range(ns):
         raise RecordError(f"pod {name}: time {raw!r} is outside 1970-2106")
     return ns

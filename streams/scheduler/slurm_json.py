@@ -31,15 +31,12 @@ def read(source: str, doc: dict[str, Any], into: PlacementRead) -> None:
     """Add the placement of every job of `doc` (squeue's or sacct's) to `into`; the job's
     1-based position in `jobs` stands for its line."""
     for position, job in enumerate(doc["jobs"], 1):
-        try:
-            placement = _placement(source, position, job)
-        except RecordError as exc:
-            into.refuse(source, position, str(exc), _brief(job))
-            continue
-        if placement is None:
-            into.waiting += 1
-        else:
-            into.placements.append(placement)
+        into.take(
+            source,
+            position,
+            lambda: _placement(source, position, job),  # noqa: B023 - called at once
+            lambda: _brief(job),  # noqa: B023
+        )
 
 
 def _placement(source: str, position: int, job: Any) -> JobPlacement | None:
@@ -81,7 +78,7 @@ def _state(job: dict[str, Any]) -> str:
     if isinstance(raw, list):  # 23.02+: the base state first, then flags (COMPLETING, ...)
         raw = raw[0] if raw else ""
     if not isinstance(raw, str):
-        raise RecordError(f"job {job.get('job_id')}: state {raw!r} is not a state name")
+        raise RecordError(f"job {job.get('job_id')!r:.40}: state is not a state name")
     return raw
 
 

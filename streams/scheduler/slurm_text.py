@@ -17,30 +17,31 @@ from .common import SLURM_ENDED, SLURM_WAITING, PlacementRead, RecordError, slur
 from .gres import gpu_indexes
 from .hostlist import HostlistError, expand
 
-# A word `Key=Value`: the value runs to the next whitespace that is followed by another key,
-# so `TRES=cpu=8,gres/gpu=8` and `Command=/bin/train --x 1` stay whole.
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=(.*?)(?=\s+[A-Za-z][A-Za-z0-9_:/]*=|\s*\Z)")
+# A word that starts a `Key=Value` pair; the words after it that start none belong to its
+# value, so `TRES=cpu=8,gres/gpu=8` and `Command=/bin/train --x 1` stay whole.
+_KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\Z")
 _UNSET = frozenset({"", "(null)", "None", "N/A", "Unknown"})
 
 
+_JOB_LINE = re.compile(r"^[ \t]*JobId=", re.MULTILINE)
+
+
 def looks_like(text: str) -> bool:
-    return text.lstrip().startswith("JobId=")
+    """Any line starting a job record (a damaged first record must not hide the others)."""
+    return _JOB_LINE.search(text) is not None
 
 
 def read(source: str, text: str, tz: tzinfo, into: PlacementRead) -> None:
     """Add the placements of every job record of `text` to `into`; a record that cannot be
     used becomes a dead letter, the others are kept."""
     for line_no, lines in _records(text):
-        try:
-            placement = _placement(source, line_no, lines, tz)
-        except RecordError as exc:
-            into.refuse(source, line_no, str(exc), "\n".join(lines))
-            continue
-        if placement is None:
-            into.waiting += 1
-        else:
-            into.placements.append(placement)
+        into.take(
+            source,
+            line_no,
+            lambda: _placement(source, line_no, lines, tz),  # noqa: B023 - called at once
+            lambda: "\n".join(lines),  # noqa: B023
+        )
 
 
 def _records(text: str) -> list[tuple[int, list[str]]]:
@@ -65,7 +66,7 @@ def _placement(source: str, line_no: int, lines: list[str], tz: tzinfo) -> JobPl
     fields: dict[str, str] = {}
     node_groups: list[dict[str, str]] = []
     for line in lines:
-        pairs = dict(_PAIR.findall(line.strip()))
+        pairs = _pairs(line)
         # Slurm prints a few lines that are no Key=Value words (24.05+: `NtasksPerTRES:0`):
         # nothing the placement needs, so they are passed over.
         if "Nodes" in pairs and "NodeList" not in pairs:  # a `-d` line of one node group
@@ -92,6 +93,21 @@ def _placement(source: str, line_no: int, lines: list[str], tz: tzinfo) -> JobPl
     return slurm_placement(job_id, hosts, state, start, end, LogOrigin(source, line_no))
 
 
+def _pairs(line: str) -> dict[str, str]:
+    """The `Key=Value` pairs of one line, in one pass over its words (a regex that looks
+    ahead for the next key backtracks quadratically over a long value)."""
+    pairs: dict[str, str] = {}
+    key = None
+    for word in line.split():
+        m = _KEY.match(word)
+        if m is not None:
+            key = m.group(1)
+            pairs[key] = word[m.end() :]
+        elif key is not None:
+            pairs[key] += " " + word
+    return pairs
+
+
 def _gpus_by_host(job_id: str, groups: list[dict[str, str]]) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for group in groups:
@@ -114,7 +130,10 @@ def _time(text: str, tz: tzinfo, job_id: str) -> int | None:
         return None
     if not _TIME.match(text):
         raise RecordError(f"job {job_id}: time {text!r} is not YYYY-MM-DDTHH:MM:SS")
-    ns = int(datetime.fromisoformat(text).replace(tzinfo=tz).timestamp()) * 1_000_000_000
+    try:
+        ns = int(datetime.fromisoformat(text).replace(tzinfo=tz).timestamp()) * 1_000_000_000
+    except (ValueError, OverflowError):
+        raise RecordError(f"job {job_id}: time {text!r} is no date") from None
     if not in_time_range(ns):
         raise RecordError(f"job {job_id}: time {text!r} is outside 1970-2106")
     return ns

@@ -17,26 +17,21 @@ class YamlError(ValueError):
     """Not YAML, or YAML railtrace will not read (anchors, aliases); the message says why."""
 
 
-class _PlainLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases: kubectl output has none, a YAML bomb needs them."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise YamlError(f"alias at line {event.start_mark.line + 1}: not kubectl output")
-        return super().compose_node(parent, index)
-
-
 def looks_like(text: str) -> bool:
     first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
     return _START.match(first) is not None
 
 
 def load(text: str) -> list[Any]:
-    """Every document of `text`."""
+    """Every document of `text`, read by libyaml; refused if it holds an alias."""
+    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
     try:
-        return list(yaml.load_all(text, Loader=_PlainLoader))
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise YamlError(f"alias at line {line}: not kubectl output")
+        return list(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).replace("\n", " ")[:300]) from None
-    except RecursionError:
-        raise YamlError("nested too deeply") from None
+    except (RecursionError, ValueError, OverflowError) as exc:
+        raise YamlError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
