@@ -1,7 +1,7 @@
 """Fuzz run of the capture readers: generated inputs, good records among garbage, two checks.
 
 Run: .venv/bin/python benchmarks/fuzz_readers.py [--seed 1] [--inputs 100000]
-     [--time-limit 3600] [--readers cables,hosts,gnmi,gnmi-message,logs,replay]
+     [--time-limit 3600] [--readers cables,hosts,gnmi,gnmi-message,logs,replay,scheduler]
      [--failures DIR] [--index N --readers R]   (the last form re-runs one input, verbosely)
 
 Good records come from a simulated 16-node incident (`railtrace.simulate.write_capture`) and
@@ -14,11 +14,20 @@ deep nesting, duplicated or missing CSV fields, BOMs, CRs, very long lines, ...)
 The whole input may also be dressed in a way that must not change its meaning (CRLF line ends,
 a BOM, reordered or extra CSV columns, a column repeated).
 
+The scheduler reader (`read_placements`) takes its good records from the real outputs in
+tests/fixtures/scheduler/ (scontrol show job -d records, squeue / sacct / slurmrestd `jobs`,
+the kubectl pods as a JSON List or YAML documents): a few of one format in one file, damaged
+records of that format spliced between them (hostlist bombs such as `n[0-99999999]` and
+`a[0-999]b[0-999]`, bad times, ids, states, GRES and pod fields, deep nesting, huge numbers,
+invalid UTF-8, ...); a tenth of its inputs are hostlist expressions for `expand` alone. It
+also holds every dead letter to a reason, and `expand` to MAX_HOSTS names.
+
 Each input is fed to its reader and two things are checked:
 
 * crash: any exception escaping the reader (for `decode_message`, anything but the DecodeError
-  it documents for a malformed message), or an input taking longer than `--input-budget`
-  seconds (a SIGALRM at `--hang-limit` seconds stops a runaway input and counts it as a hang);
+  it documents for a malformed message), or an input taking more than `--input-budget`
+  seconds of CPU time (a SIGALRM at `--hang-limit` seconds of wall time stops a runaway input
+  and counts it as a hang);
 * lost good record: what each good record gives when read without the garbage (its cable, its
   host address, its telemetry values and LLDP news, its job facts) must still come out of the
   input. Only what a reader documents as context may differ: a log line without a full date
@@ -27,7 +36,9 @@ Each input is fed to its reader and two things are checked:
   differ; a cable end claimed by an earlier row, an address re-mapped by a later row, and a
   log fact the parser reports once (RankInfo per rank, a watchdog timeout per rank and
   collective, a rethrown error per time and peer) already reported by a garbage line count as
-  "superseded", not lost.
+  "superseded", not lost. A scheduler record must give what it gives alone, at its own line
+  or list position; only damage that leaves a JSON or YAML file no longer JSON or YAML (then
+  one dead letter is due) is not a loss (benchmarks/fuzzing/scheduler_reader.py).
 
 Bad input is expected to come out as counted dead letters / plan errors; their number is
 printed. Inputs are reproducible from (seed, reader, index); every failing input is written,
@@ -52,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fuzzing.corpus import build_corpus
 from benchmarks.fuzzing.harness import READERS, Harness, on_alarm
 from benchmarks.fuzzing.reader_report import run_all, show_one
+from benchmarks.fuzzing.scheduler_reader import fixtures
 
 
 def parser() -> argparse.ArgumentParser:
@@ -66,7 +78,9 @@ def parser() -> argparse.ArgumentParser:
         "--index); the first --per-signature of each kind are also written out, reduced",
     )
     ap.add_argument("--per-signature", type=int, default=3, help="inputs written per failure kind")
-    ap.add_argument("--input-budget", type=float, default=2.0, help="seconds one input may take")
+    ap.add_argument(
+        "--input-budget", type=float, default=2.0, help="CPU seconds one input may take"
+    )
     ap.add_argument("--capture-seed", type=int, default=1, help="the simulated incident's seed")
     ap.add_argument("--index", type=int, help="run only this input, and show it")
     ap.add_argument(
@@ -102,7 +116,8 @@ def main() -> int:
         print(
             f"corpus: {len(corpus.cable_rows)} cable rows, {len(corpus.host_rows)} host rows, "
             f"{len(corpus.gnmi)} gnmic messages, {len(corpus.logs)} log files "
-            f"({sum(len(f.lines) for f in corpus.logs)} lines); built in "
+            f"({sum(len(f.lines) for f in corpus.logs)} lines), {fixtures().count()} "
+            f"scheduler records; built in "
             f"{time.perf_counter() - t:.1f} s",
             flush=True,
         )

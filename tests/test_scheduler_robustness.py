@@ -139,6 +139,39 @@ def test_an_odd_pod_is_read_or_refused_alone(pod: dict) -> None:
     assert all(d.reason for d in got.dead_letters)
 
 
-def test_yaml_with_a_huge_integer_is_refused_with_the_reason() -> None:
-    got = read_placements("p.yaml", b"kind: List\nitems: []\nx: " + b"9" * 5000 + b"\n")
-    assert got.placements == [] and got.dead_letters
+FUZZ = Path(__file__).parent / "fixtures" / "fuzz"
+
+
+@pytest.mark.parametrize(
+    ("name", "jobs"),
+    [
+        ("scheduler-scontrol-bom-before-first-record.txt", ["1", "153291"]),
+        ("scheduler-scontrol-first-record-starts-with-bracket.txt", ["1", "153291"]),
+        ("scheduler-scontrol-20000-blanks-in-a-line.txt", ["7"]),
+        ("scheduler-scontrol-one-record-not-utf8.txt", None),
+    ],
+)
+def test_reduced_fuzz_inputs_keep_their_good_records(name: str, jobs: list[str] | None) -> None:
+    started = time.process_time()
+    got = read_placements(name, (FUZZ / name).read_bytes())
+    assert time.process_time() - started < 1.0
+    if jobs is not None:
+        assert [p.job_id for p in got.placements] == jobs
+    else:
+        assert len(got.placements) == 3
+
+
+def test_a_yaml_value_yaml_would_resolve_costs_nothing() -> None:
+    pod = (
+        b"kind: Pod\nmetadata: {name: p, labels: {job-name: j}}\nspec: {nodeName: gb-n001}\n"
+        b"status: {phase: Running, startTime: 2026-13-45}\nx: " + b"9" * 5000 + b"\n"
+    )
+    got = read_placements("p.yaml", pod)
+    assert got.placements == [] and "2026-13-45" in got.dead_letters[0].reason  # that pod only
+
+
+def test_plain_names_count_towards_the_host_bound() -> None:
+    from railtrace.streams.scheduler.hostlist import MAX_HOSTS, HostlistError, expand
+
+    with pytest.raises(HostlistError, match="more than"):
+        expand(",".join(["n"] * (MAX_HOSTS + 1)))

@@ -3,7 +3,8 @@ module per role.
 
 Readers: `corpus` (good records), `garbage_values`, `mutate` and `mutate_json` (garbage),
 `cases` (an input and its result), `encoding` (bytes as the readers see them), one check per
-reader (`csv_reader`, `gnmi_readers`, `logs_reader` with `log_facts`, `replay_reader`),
+reader (`csv_reader`, `gnmi_readers`, `logs_reader` with `log_facts`, `replay_reader`,
+`scheduler_reader`),
 `harness` (running, timing, reducing, tallying, failure files) and `reader_report` (what a
 run prints).
 

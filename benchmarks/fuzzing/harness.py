@@ -22,9 +22,10 @@ from .csv_reader import CsvReader
 from .gnmi_readers import GnmiMessageReader, GnmiReader
 from .logs_reader import LogsReader
 from .replay_reader import ReplayReader
+from .scheduler_reader import SchedulerReader
 
 #: The readers by name, in the order a run takes them (the keys of `Harness.readers`).
-READERS = ("cables", "hosts", "gnmi", "gnmi-message", "logs", "replay")
+READERS = ("cables", "hosts", "gnmi", "gnmi-message", "logs", "replay", "scheduler")
 
 
 class InputTimeout(BaseException):
@@ -54,6 +55,7 @@ class Harness:
             "gnmi-message": GnmiMessageReader(corpus),
             "logs": LogsReader(corpus),
             "replay": ReplayReader(corpus, work),
+            "scheduler": SchedulerReader(),
         }
         self.year = corpus.year
 
@@ -69,6 +71,10 @@ class Harness:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, self.args.hang_limit)
         started = time.perf_counter()
+        # The budget is CPU time: a reader that loops spends it, while a machine shared with
+        # other work only stretches the wall clock (five replay inputs of 10 to 250 ms took
+        # 2.4 to 3.1 s of wall time with four processes on two cores, and were called hangs).
+        cpu_started = time.process_time()
         try:
             result: Result = reader.run(case)
         except InputTimeout as exc:
@@ -78,8 +84,9 @@ class Harness:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         elapsed = time.perf_counter() - started
-        if result.crash is None and elapsed > self.args.input_budget:
-            result.crash = f"hang: {elapsed:.2f} s over the {self.args.input_budget} s budget"
+        cpu = time.process_time() - cpu_started
+        if result.crash is None and cpu > self.args.input_budget:
+            result.crash = f"hang: {cpu:.2f} s of CPU over the {self.args.input_budget} s budget"
             result.hang = True
         return result, elapsed
 
@@ -102,7 +109,7 @@ class Harness:
             return lost_key is None or r.lost[0].split(" | ")[:2] == lost_key
 
         items = list(case.items)
-        droppable = case.reader in ("cables", "hosts", "gnmi")
+        droppable = case.reader in ("cables", "hosts", "gnmi", "scheduler")
         chunk = max(1, len(items) // 2)
         while chunk >= 1 and tries[0] < budget:
             i = 0

@@ -41,8 +41,9 @@ def read_placements(source: str, data: bytes, tz: tzinfo = UTC) -> PlacementRead
         # refused in a host name or job id, so no record is read wrong) and say so.
         out.refuse(source, 0, f"not UTF-8 from byte {exc.start}: the bad bytes were replaced")
         text = data.decode("utf-8", errors="replace")
+    text = text.removeprefix("\ufeff")  # a BOM an editor or a Windows share put first
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if stripped.startswith(("{", "[")) and not slurm_text.looks_like(text):
         doc = _json(source, text, out)
         if doc is None:
             return out

@@ -52,6 +52,8 @@ def expand(expression: str) -> list[str]:
     for item in _split_top(expression):
         names = _expand_one(item, MAX_HOSTS - len(hosts))
         hosts.extend(names)
+        if len(hosts) > MAX_HOSTS:  # plain names count too, not only bracket ranges
+            raise HostlistError(f"{expression[:80]!r}... names more than {MAX_HOSTS} hosts")
     if not hosts:
         raise HostlistError(f"no host in {expression!r}")
     return hosts

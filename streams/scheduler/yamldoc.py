@@ -1,6 +1,6 @@
 """YAML documents as `kubectl get pods -o yaml` prints them (and as pods are pasted into
-tickets), read safely: plain data only, and no anchors or aliases, which kubectl never
-writes and which let a few lines of YAML expand into gigabytes."""
+tickets), read safely: plain data only (every scalar a string), and no anchors or aliases,
+which kubectl never writes and which let a few lines of YAML expand into gigabytes."""
 
 from __future__ import annotations
 
@@ -24,7 +24,10 @@ def looks_like(text: str) -> bool:
 
 def load(text: str) -> list[Any]:
     """Every document of `text`, read by libyaml; refused if it holds an alias."""
-    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    # Every scalar a string (BaseLoader): kubectl quotes its times, and a value YAML would
+    # resolve (an unquoted date of month 13, an integer of 5,000 digits) must cost only the
+    # pod that holds it, which the pod reader decides.
+    loader = yaml.CBaseLoader if yaml.__with_libyaml__ else yaml.BaseLoader
     try:
         for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
