@@ -45,9 +45,10 @@ wheel-check: install
 	.ci/check-wheel
 
 # The streaming tests need a real broker: started here (KRaft, 127.0.0.1:9092) and stopped after.
+# The 25 slowest tests are listed, so the suite's time (CI aims for under 25 minutes) has names.
 pytest: install system-deps
 	deploy/kafka/kafka.sh start
-	$(VENV)/bin/pytest -q; rc=$$?; deploy/kafka/kafka.sh stop; exit $$rc
+	$(VENV)/bin/pytest -q --durations=25; rc=$$?; deploy/kafka/kafka.sh stop; exit $$rc
 
 test: lint typecheck wheel-check pytest
 
