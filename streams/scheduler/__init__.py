@@ -10,29 +10,49 @@ a capture's `scheduler/` folder takes the files as the tools printed them, under
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, tzinfo
 from typing import Any
 
 import orjson
 
 from . import kubernetes, slurm_json, slurm_text, yamldoc
+from .chunks import Chunk, split
 from .common import PlacementRead, RecordError, hosts_not_cabled
 from .hostlist import HostlistError, expand
 
 __all__ = [
+    "Chunk",
     "HostlistError",
     "PlacementRead",
     "RecordError",
     "expand",
     "hosts_not_cabled",
     "read_placements",
+    "split",
 ]
 
 
-def read_placements(source: str, data: bytes, tz: tzinfo = UTC) -> PlacementRead:
+def read_placements(source: str, data: bytes, tz: tzinfo = UTC, first: int = 1) -> PlacementRead:
     """The placements in one scheduler output; `tz` is the zone scontrol's times were printed
-    in (JSON outputs carry Unix times and need none). Never raises: what cannot be read is a
-    dead letter with the reason, and as much of the file as can be read is."""
+    in (JSON outputs carry Unix times and need none); `first` is where `data` began in its
+    file when it is one chunk of it (`chunks.split`), so origins name the file's own lines.
+    Never raises: what cannot be read is a dead letter with the reason, and as much of the
+    file as can be read is."""
+    out = _read(source, data, tz)
+    if first != 1:
+        shift = first - 1
+        out.placements = [
+            replace(p, origin=replace(p.origin, line_no=p.origin.line_no + shift))
+            for p in out.placements
+        ]
+        out.dead_letters = [
+            replace(d, line_no=d.line_no + shift) if d.line_no else d for d in out.dead_letters
+        ]
+    return out
+
+
+def _read(source: str, data: bytes, tz: tzinfo) -> PlacementRead:
     out = PlacementRead()
     try:
         text = data.decode("utf-8")

@@ -35,7 +35,7 @@ def looks_like(text: str) -> bool:
 def read(source: str, text: str, tz: tzinfo, into: PlacementRead) -> None:
     """Add the placements of every job record of `text` to `into`; a record that cannot be
     used becomes a dead letter, the others are kept."""
-    for line_no, lines in _records(text):
+    for line_no, lines in records(text):
         into.take(
             source,
             line_no,
@@ -44,7 +44,9 @@ def read(source: str, text: str, tz: tzinfo, into: PlacementRead) -> None:
         )
 
 
-def _records(text: str) -> list[tuple[int, list[str]]]:
+def records(text: str) -> list[tuple[int, list[str]]]:
+    """Each record's lines and the 1-based line it starts on: a record starts at a `JobId=`
+    line or after a blank line (what comes before the first JobId is a record too, refused)."""
     out: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
