@@ -343,8 +343,9 @@ def _publish(settings: Settings, capture_dir: Path) -> None:
                 f"could not publish to Kafka at {settings.kafka.bootstrap_servers}: {exc}"
             ) from exc
     console.print(
-        f"Published {done.gnmi_messages:,} gNMI messages and {done.log_lines:,} log lines "
-        f"({done.log_messages:,} messages) to {settings.kafka.bootstrap_servers} "
+        f"Published {done.gnmi_messages:,} gNMI messages, {done.log_lines:,} log lines "
+        f"({done.log_messages:,} messages) and {done.scheduler_records:,} scheduler records "
+        f"to {settings.kafka.bootstrap_servers} "
         f"(topic prefix {settings.kafka.topic_prefix!r})."
     )
 
@@ -994,6 +995,13 @@ def collect_xid(ctx: typer.Context) -> None:
 def collect_ufm(ctx: typer.Context) -> None:
     """Poll the `collect.ufm` UFM Telemetry endpoints (InfiniBand counters over HTTP)."""
     _run_collector(ctx, "ufm")
+
+
+@collect_app.command("scheduler")
+def collect_scheduler(ctx: typer.Context) -> None:
+    """Poll Slurm (`scontrol show job -d`, or `squeue --json`) and publish where each job
+    runs, when it starts, changes and ends (`collect.scheduler`)."""
+    _run_collector(ctx, "scheduler")
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from railtrace.collectors.gnmi.config import GnmiTarget
 from railtrace.collectors.hosts.config import LogScraperConfig, XidScraperConfig
+from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
 from railtrace.collectors.snmp.config import SnmpCollectorConfig
 from railtrace.collectors.ufm.config import UfmCollectorConfig
 
@@ -130,6 +131,7 @@ class CollectSettings(BaseModel):
         logs: str = "127.0.0.1:9466"
         xid: str = "127.0.0.1:9467"
         ufm: str = "127.0.0.1:9468"
+        scheduler: str = "127.0.0.1:9469"
 
     metrics_listen: MetricsListen = Field(default_factory=MetricsListen)
     # /healthz reports a collector unhealthy once none of its targets has been up, or sending
@@ -140,6 +142,7 @@ class CollectSettings(BaseModel):
     logs: LogScraperConfig = Field(default_factory=LogScraperConfig)
     xid: XidScraperConfig = Field(default_factory=XidScraperConfig)
     ufm: UfmCollectorConfig = Field(default_factory=UfmCollectorConfig)
+    scheduler: SchedulerCollectorConfig = Field(default_factory=SchedulerCollectorConfig)
 
 
 class AttributionSettings(BaseModel):

@@ -9,9 +9,12 @@ WireError with a reason, which the workers turn into a dead letter.
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
@@ -78,6 +81,74 @@ def decode_log_batch(data: bytes) -> LogBatch:
     if year is not None and (not isinstance(year, int) or not 1970 <= year <= 9999):
         raise WireError("`year`, when given, must be a four-digit integer")
     return LogBatch(job, source, line_no, tuple(lines), year)
+
+
+SOURCE_MAX_LENGTH = 1024
+
+
+# -- raw scheduler output (keyed by job id) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOutput:
+    """One job's record as a scheduler tool printed it (`streams.scheduler.split` cuts an
+    output into them): `first` is where it began in the output (a line, or a JSON item's
+    position), `tz` the zone its times were printed in (scontrol prints local time without
+    a zone), `polled_ns` when the collector read it (None for a file of a capture)."""
+
+    source: str
+    first: int
+    text: str
+    tz: str = "UTC"
+    polled_ns: int | None = None
+
+    def zone(self) -> tzinfo:
+        return _zone(self.tz)
+
+
+def encode_scheduler_output(out: SchedulerOutput) -> bytes:
+    return orjson.dumps(
+        {
+            "v": 1,
+            "source": out.source,
+            "first": out.first,
+            "text": out.text,
+            "tz": out.tz,
+            **({"polled_ns": out.polled_ns} if out.polled_ns is not None else {}),
+        }
+    )
+
+
+def decode_scheduler_output(data: bytes) -> SchedulerOutput:
+    """{"v": 1, "source", "first", "text", "tz", "polled_ns" (optional)}."""
+    raw = _json(data)
+    if not isinstance(raw, dict) or raw.get("v") != 1:
+        raise WireError('a scheduler message must be a JSON object with "v": 1')
+    source, first, text = raw.get("source"), raw.get("first"), raw.get("text")
+    if not isinstance(source, str) or not source or len(source) > SOURCE_MAX_LENGTH:
+        raise WireError(f"a scheduler message needs `source`, 1 to {SOURCE_MAX_LENGTH} chars")
+    if not isinstance(first, int) or isinstance(first, bool) or first < 1:
+        raise WireError("a scheduler message needs `first`, the 1-based line it begins on")
+    if not isinstance(text, str):
+        raise WireError("a scheduler message needs `text`, the tool's output (a string)")
+    tz = raw.get("tz", "UTC")
+    if not isinstance(tz, str):
+        raise WireError("`tz` must be a time zone name")
+    _zone(tz)
+    polled = raw.get("polled_ns")
+    if polled is not None and (not isinstance(polled, int) or isinstance(polled, bool)):
+        raise WireError("`polled_ns`, when given, must be an integer")
+    return SchedulerOutput(source, first, text, tz, polled)
+
+
+@functools.lru_cache(maxsize=64)
+def _zone(name: str) -> tzinfo:
+    if name == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError) as exc:
+        raise WireError(f"`tz` {name[:80]!r} is not a time zone name: {exc}") from None
 
 
 # -- link samples (keyed by link id) ------------------------------------------------------------

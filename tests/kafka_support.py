@@ -274,7 +274,7 @@ def wait_drained(s: Stack, timeout: float = 180) -> None:
     while time.monotonic() < deadline:
         lags = {
             "telemetry": group_lag(f"{app}-telemetry", telemetry),
-            "logs": group_lag(app, [f"{prefix}.raw.logs.v1"]),
+            "logs": group_lag(app, [f"{prefix}.raw.logs.v1", f"{prefix}.raw.scheduler.v1"]),
             "sink": group_lag(f"{app}-sink", out),
         }
         if not any(lags.values()):

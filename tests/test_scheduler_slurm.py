@@ -4,64 +4,24 @@ it and from the env dump in its own log, and a capture made of them replays with
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import gates
 import pytest
+from slurm_support import NODES, Slurm, cluster
 
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.streams.logs import parse_lines
 from railtrace.streams.records import JobPlacement
 from railtrace.streams.scheduler import read_placements
 
-SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "slurm" / "slurm.sh"
-NODES = [f"gb-n{i:03d}" for i in range(1, 5)]
-
-
-class Slurm:
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.env = {**os.environ, "SLURM_CONF": str(home / "slurm.conf")}
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(
-            args, env=self.env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-        return done.stdout
-
-    def until(self, job_id: str, states: set[str], timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            state = self.run("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T").strip()
-            if state in states:
-                return state
-            assert time.monotonic() < deadline, f"job {job_id} still {state!r}"
-            time.sleep(0.2)
-
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
-    gates.require(
-        "slurm",
-        all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")),
-        "Slurm's daemons (Debian: apt-get install slurm-wlm)",
-    )
-    home = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "RAILTRACE_SLURM_HOME": str(home)}
-    started = subprocess.run(
-        [str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert started.returncode == 0, started.stdout + started.stderr
-    try:
-        yield Slurm(home)
-    finally:
-        subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60, check=False)
+    with cluster(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
 
 
 JOB_SCRIPT = """#!/bin/bash
@@ -78,10 +38,7 @@ done
 def _job(slurm: Slurm, tmp_path: Path) -> tuple[str, Path]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "job.sh").write_text(JOB_SCRIPT)
-    job_id = slurm.run(
-        "sbatch", "--parsable", "-N", "2", "--gres=gpu:8", "-o", str(tmp_path / "%j.out"),
-        "--chdir", str(tmp_path), str(tmp_path / "job.sh"),
-    ).strip()  # fmt: skip
+    job_id = slurm.submit(tmp_path / "job.sh", 2, tmp_path)
     return job_id, tmp_path / f"{job_id}.out"
 
 

@@ -39,6 +39,7 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.records import (
     ChannelEdge,
+    JobPlacement,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -165,8 +166,21 @@ class Agent:
     async def __aexit__(self, *exc: Any) -> None:
         await self._context.__aexit__(*exc)
 
-    async def put(self, value: bytes | None, key: bytes | None) -> None:
-        await self._test_agent.put(value, key=key)
+    async def put(
+        self, value: bytes | None, key: bytes | None, spec: topics.TopicSpec = topics.RAW_LOGS
+    ) -> None:
+        """As faust's `put`, but from topic `spec`: the agent reads two topics (raw logs and
+        raw scheduler records), and faust's test wrapper names no topic for such a channel."""
+        t = self._test_agent
+        message = t.to_message(key, value, offset=t.sent_offset)
+        message.topic = self.worker.topic(spec)
+        channel = t.stream().channel
+        await channel.put(await channel.decode(message))
+        t.sent_offset += 1
+        async with t.new_value_processed:
+            await t.new_value_processed.wait()
+            if t._crash_reason:
+                raise t._crash_reason from t._crash_reason
 
     async def put_batches(self, batches: list[wire.LogBatch]) -> None:
         for b in batches:
@@ -790,3 +804,46 @@ def test_a_job_taken_over_is_adopted_only_once_its_table_is_recovered(
     run(on_c())
     _, expected = embedded(scenario, healthy)
     assert _of(healthy.job_id, c.verdicts()) == [expected]
+
+
+def _scontrol(job_id: str, hosts: list[str]) -> bytes:
+    """One job's record as `scontrol show job -d` prints it (tests/fixtures/scheduler/)."""
+    listed = ",".join(hosts)
+    text = (
+        f"JobId={job_id} JobName=pretrain\n"
+        "   JobState=RUNNING Reason=None Dependency=(null)\n"
+        "   StartTime=2026-12-01T10:00:00 EndTime=Unknown Deadline=N/A\n"
+        f"   NodeList={listed}\n"
+        f"   Nodes={listed} CPU_IDs=0-63 Mem=0 GRES=gpu:8(IDX:0-7)\n"
+    )
+    out = wire.SchedulerOutput("scontrol:lab", 1, text, "UTC", 1)
+    return wire.encode_scheduler_output(out)
+
+
+def test_a_scheduler_record_places_its_job_and_what_cannot_be_used_is_dead_lettered(
+    tmp_path: Path, scenario: Scenario
+) -> None:
+    w = make_worker(tmp_path, scenario.fabric)
+    a, b = scenario.fabric.hosts()[:2]
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put(_scontrol("4242", [a, b]), b"4242", topics.RAW_SCHEDULER)
+            await agent.put(b"{not json", b"4243", topics.RAW_SCHEDULER)
+            await agent.put(_scontrol("4244", [a, "ghost-01"]), b"4244", topics.RAW_SCHEDULER)
+            await agent.drain()
+
+    run(go())
+    placed = [f for f in decoded(w.facts()) if isinstance(f, JobPlacement)]
+    assert [(p.job_id, [h.name for h in p.hosts]) for p in placed] == [
+        ("4242", [a, b]),
+        ("4244", [a, "ghost-01"]),
+    ]
+    verdicts = {v.job_id: v for v in decoded(w.verdicts())}
+    assert verdicts["4242"].hosts == 2
+    letters = [wire.decode_dead_letter(m.value or b"") for m in w.dead_letters()]
+    assert {m.key for m in w.dead_letters()} == {w.topic(topics.RAW_SCHEDULER).encode()}
+    assert [x["reason"].split(":")[0] for x in letters] == ["scheduler", "placement"]
+    assert letters[0]["key"] == b"4243" and letters[0]["value"] == b"{not json"
+    assert "job 4244: 1 of its 2 hosts are not in cables.csv (ghost-01)" in letters[1]["reason"]
+    assert w.processor.counters["placements"] == 2

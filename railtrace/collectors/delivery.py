@@ -44,6 +44,7 @@ STREAMS = {
     "gnmi": topics.RAW_GNMI,
     "snmp": topics.RAW_SNMP,
     "logs": topics.RAW_LOGS,
+    "scheduler": topics.RAW_SCHEDULER,
     "node-events": topics.RAW_NODE_EVENTS,
 }
 BATCH = 2000

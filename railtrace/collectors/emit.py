@@ -13,7 +13,8 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One raw message for topic `stream` ("gnmi", "snmp", "logs" or "node-events")."""
+    """One raw message for topic `stream` ("gnmi", "snmp", "logs", "scheduler" or
+    "node-events")."""
 
     stream: str
     key: bytes

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from railtrace.collectors.delivery import Delivery
     from railtrace.collectors.gnmi import GnmiCollector
     from railtrace.collectors.hosts import LogScraper, XidScraper
+    from railtrace.collectors.scheduler.poller import SlurmPoller
     from railtrace.collectors.snmp import SnmpPoller, TrapReceiver
     from railtrace.collectors.snmp.poller import PollObserver
     from railtrace.collectors.ufm.collector import UfmCollector
@@ -320,6 +321,43 @@ def ufm_families(role: str, collector: UfmCollector) -> Iterator[Metric]:
     yield up
     yield unmapped
     yield from counters(UFM_COUNTERS, ["role", "target"], (([role, n], s) for n, s in stats))
+
+
+SCHEDULER_COUNTERS = (
+    ("successes", "scheduler_poll_successes", "Polls the Slurm tool answered (exit 0)."),
+    (
+        "failures",
+        "scheduler_poll_failures",
+        "Polls that failed: the tool missing, timed out or exiting non-zero.",
+    ),
+    ("records", "scheduler_records", "Job records published (a job's placement changed)."),
+    ("unchanged", "scheduler_unchanged_records", "Job records not published: nothing changed."),
+    (
+        "refused",
+        "scheduler_refused_records",
+        "Job records the reader refuses, published for the worker to dead-letter.",
+    ),
+    ("emit_failures", "scheduler_emit_failures", "Records delivery refused (spool not writable)."),
+)
+
+
+def scheduler_families(role: str, poller: SlurmPoller) -> Iterator[Metric]:
+    s = poller.stats
+    up = GaugeMetricFamily(
+        PREFIX + "scheduler_up",
+        "1 when the Slurm tool answered the last poll, 0 otherwise.",
+        labels=["role", "target"],
+    )
+    up.add_metric([role, poller.source], s.down_since is None)
+    yield up
+    listed = GaugeMetricFamily(
+        PREFIX + "scheduler_jobs_listed",
+        "Jobs in the last good poll (waiting ones included).",
+        labels=["role", "target"],
+    )
+    listed.add_metric([role, poller.source], s.jobs_listed)
+    yield listed
+    yield from counters(SCHEDULER_COUNTERS, ["role", "target"], [([role, poller.source], s)])
 
 
 def health_family(role: str, ok: bool) -> Metric:

@@ -17,7 +17,7 @@ from railtrace.collectors.emit import Emit
 from railtrace.collectors.health import TargetState
 from railtrace.settings import CollectSettings
 
-ROLES = ("gnmi", "snmp", "logs", "xid", "ufm")
+ROLES = ("gnmi", "snmp", "logs", "xid", "ufm", "scheduler")
 
 
 @dataclass
@@ -33,7 +33,14 @@ class Role:
 
 def build(name: str, config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
     """Role `name` (one of ROLES) wired to `emit`, reporting into `metrics`."""
-    builders = {"gnmi": _gnmi, "snmp": _snmp, "logs": _logs, "xid": _xid, "ufm": _ufm}
+    builders = {
+        "gnmi": _gnmi,
+        "snmp": _snmp,
+        "logs": _logs,
+        "xid": _xid,
+        "ufm": _ufm,
+        "scheduler": _scheduler,
+    }
     return builders[name](config, emit, metrics)
 
 
@@ -120,3 +127,16 @@ def _ufm(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Ro
         }
 
     return Role(collector.run, lambda: m.ufm_families(metrics.role, collector), targets)
+
+
+def _scheduler(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
+    from railtrace.collectors.scheduler.poller import SlurmPoller
+
+    poller = SlurmPoller(config.scheduler, emit)
+
+    def targets() -> dict[str, TargetState]:
+        s = poller.stats
+        state = "up" if s.down_since is None else "down"
+        return {poller.source: TargetState(s.down_since, state, s.last_error or "")}
+
+    return Role(poller.run, lambda: m.scheduler_families(metrics.role, poller), targets)

@@ -3,8 +3,9 @@
 gNMI messages go to the raw gNMI topic keyed by switch, stamped when sent (the raw topics keep
 a few days by record time, and a capture may be months old); log files go to the raw log topic
 keyed by job, in batches of consecutive lines with their positions (so the workers' parsers
-can drop redeliveries). Sources are named as the
-embedded replay names them, so both paths reach identical verdicts.
+can drop redeliveries); `scheduler/` files go to the raw scheduler topic one job record a
+message, keyed by its job, with where it began in its file. Sources are named as the embedded
+replay names them, so both paths reach identical verdicts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from railtrace.replay.capture import Capture
 from railtrace.replay.runner import year_hint
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
+from railtrace.streams.scheduler import read_placements, split
 from railtrace.streams.telemetry import iter_messages
 from railtrace.streams.telemetry.xpath import device_of
 from railtrace.streams.worker import kafka, topics
@@ -32,6 +34,7 @@ class Published:
     gnmi_messages: int = 0
     log_messages: int = 0
     log_lines: int = 0
+    scheduler_records: int = 0
     skipped: int = 0
 
 
@@ -70,6 +73,19 @@ def log_batches(capture: Capture) -> Iterator[wire.LogBatch]:
                 )
 
 
+def scheduler_outputs(capture: Capture) -> Iterator[tuple[bytes, wire.SchedulerOutput]]:
+    """A capture's `scheduler/` files as raw scheduler messages and their keys: one job record
+    each, keyed by the job it places (a record that places none, pending or unreadable, is
+    keyed by its file: it places nothing, and the worker that gets it counts or refuses it)."""
+    for path in capture.scheduler_files:
+        source = capture.log_source(path)
+        for chunk in split(path.read_bytes()):
+            placed = read_placements(source, chunk.data, first=chunk.first).placements
+            key = placed[0].job_id if placed else source
+            text = chunk.data.decode("utf-8", errors="replace")
+            yield key.encode(), wire.SchedulerOutput(source, chunk.first, text)
+
+
 async def publish(
     capture: Capture, settings: KafkaSettings, progress: Callable[[int], None] | None = None
 ) -> Published:
@@ -101,6 +117,10 @@ async def publish(
             done.log_lines += len(batch.lines)
             if progress and batch.first_line_no == 1:
                 progress(1)
+        scheduler_topic = topics.name(settings.topic_prefix, topics.RAW_SCHEDULER)
+        for key, out in scheduler_outputs(capture):
+            await producer.send(scheduler_topic, wire.encode_scheduler_output(out), key=key)
+            done.scheduler_records += 1
         await producer.flush()
     finally:
         await producer.stop()

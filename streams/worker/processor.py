@@ -3,7 +3,8 @@ events, job facts and verdicts.
 
 - The `parse-logs` agent (batches of up to `batch_max` messages): a LogParser per (job, source
   file) -> job facts -> the job's Correlator -> verdicts, with parser and job state in Faust
-  tables.
+  tables. It reads the raw scheduler topic too (co-partitioned with the logs, both keyed by
+  job): each job's placement, read by the replay's scheduler reader, joins its logs' facts.
 - The telemetry stage (`telemetry_stage.py`, run as an app task): raw gNMI and SNMP in batches
   straight from aiokafka, a Normalizer per device -> link samples and link events.
 - A task reads the whole link-events topic (no consumer group) into the correlator's link
@@ -31,6 +32,7 @@ from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkEvent, Verdict
+from railtrace.streams.scheduler import hosts_not_cabled, read_placements
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
@@ -133,6 +135,18 @@ class Processor:
         )
         app = self.app
         self.raw_logs = topic_of(app, settings, topics.RAW_LOGS)
+        self.raw_scheduler = topic_of(app, settings, topics.RAW_SCHEDULER)
+        # One agent reads a job's log lines and its scheduler records: both are keyed by job
+        # and co-partitioned, so the worker that owns a job's logs also learns where it runs.
+        self.job_inputs = app.topic(
+            self.raw_logs.get_topic_name(),
+            self.raw_scheduler.get_topic_name(),
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=settings.kafka.partitions,
+        )
         self.facts_topic = topic_of(app, settings, topics.JOB_FACTS)
         self.verdicts_topic = topic_of(app, settings, topics.VERDICTS)
         self.dead_topic = topic_of(app, settings, topics.DEAD_LETTERS)
@@ -148,7 +162,7 @@ class Processor:
         self.counters: dict[str, int] = defaultdict(int)
         self.telemetry = TelemetryStage(settings, PortLinks(fabric), PlanIndex.of_fabric(fabric))
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
-        app.agent(self.raw_logs, name="parse-logs")(self._logs_agent(batch, within))
+        app.agent(self.job_inputs, name="parse-logs")(self._logs_agent(batch, within))
         app.task(self.telemetry.run)
         app.task(self._follow_link_events)
         app.task(self._follow_cabling)
@@ -220,13 +234,19 @@ class Processor:
     # -- agents -----------------------------------------------------------------------------
 
     def _logs_agent(self, batch: int, within: float) -> Any:
+        scheduler_topic = self.raw_scheduler.get_topic_name()
+
         async def parse_logs(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
                 facts_out: dict[str, list[Any]] = defaultdict(list)
                 verdicts: list[Verdict] = []
                 dead: list[Any] = []
-                touched: set[bytes] = set()
+                touched: set[bytes] = set()  # jobs whose logs were read: parser state
+                placed: set[bytes] = set()  # jobs a scheduler record placed
                 for event in events:
+                    if event.message.topic == scheduler_topic:
+                        dead += await self._placements(event, facts_out, verdicts, placed)
+                        continue
                     try:
                         if not isinstance(event.value, bytes):
                             raise wire.WireError("empty message")
@@ -249,19 +269,54 @@ class Processor:
                     parser.stats.dead_letters.clear()
                     touched.add(key)
                 # Healthy jobs' verdicts (ranks, hosts) are refreshed once per batch, not per fact.
-                verdicts.extend(self.correlator.reevaluate(k.decode() for k in touched))
+                jobs = touched | placed
+                verdicts.extend(self.correlator.reevaluate(k.decode() for k in jobs))
                 await self._delivered(
                     dead
                     + await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
                     + await self._send_verdicts(verdicts)
                 )
                 self.parsers.save(touched)
-                for key in touched:
+                for key in jobs:
                     view = self.correlator.job_view(key.decode())
                     if view is not None:
                         self.views_table[key] = orjson.dumps(view.snapshot())
 
         return parse_logs
+
+    async def _placements(
+        self,
+        event: Any,
+        facts_out: dict[str, list[Any]],
+        verdicts: list[Verdict],
+        placed: set[bytes],
+    ) -> list[Any]:
+        """One job's scheduler record, read as the embedded replay reads a capture's
+        `scheduler/` files: its placement observed and published as a fact; a record that
+        cannot be read, or hosts that are not cabled, dead-lettered with the reason. Returns
+        the dead letters' delivery futures."""
+        try:
+            if not isinstance(event.value, bytes):
+                raise wire.WireError("empty message")
+            out = wire.decode_scheduler_output(event.value)
+        except wire.WireError as exc:
+            return [await self._dead(event, f"scheduler: {exc}")]
+        read = read_placements(out.source, out.text.encode(), out.zone(), out.first)
+        dead = [
+            await self._dead(event, f"scheduler: {d.source} line {d.line_no}: {d.reason}")
+            for d in read.dead_letters
+        ]
+        for placement in read.placements:
+            key = placement.job_id.encode()
+            verdicts.extend(self._adopt(key))
+            facts_out[placement.job_id].append(placement)
+            verdicts.extend(self.correlator.observe(placement))
+            placed.add(key)
+            uncabled = hosts_not_cabled(placement, self.correlator.fabric.host_nics)
+            if uncabled is not None:
+                dead.append(await self._dead(event, f"placement: {uncabled.reason}"))
+        self.counters["placements"] += len(read.placements)
+        return dead
 
     def _adopt(self, key: bytes) -> list[Verdict]:
         """Take over a job whose view this worker has only in its recovered table; returns the

@@ -47,6 +47,15 @@ RAW_LOGS = TopicSpec(
     7 * DAY_MS,
     "raw NCCL / PyTorch / kernel log lines",
 )
+RAW_SCHEDULER = TopicSpec(
+    "raw.scheduler.v1",
+    "job id (the key of its raw log lines: both reach the worker that owns the job)",
+    '{"v": 1, "source", "first" (1-based line or item position in the output), "text" (one '
+    'job\'s record as `scontrol show job -d`, `squeue --json` or kubectl printed it), "tz" '
+    '(the zone scontrol printed its times in), "polled_ns" (optional)}',
+    7 * DAY_MS,
+    "job starts, ends and placements, as the scheduler printed them",
+)
 RAW_NODE_EVENTS = TopicSpec(
     "raw.node-events.v1",
     "node (host) name",
@@ -116,6 +125,7 @@ ALL = (
     RAW_GNMI,
     RAW_SNMP,
     RAW_LOGS,
+    RAW_SCHEDULER,
     RAW_NODE_EVENTS,
     LINK_SAMPLES,
     LINK_EVENTS,

@@ -1,0 +1,217 @@
+"""`railtrace collect scheduler` against real Slurm daemons (tests/slurm_support.py): real
+sbatch jobs are published once per change of their placement, in UTC whatever the host's
+zone; and, live, through a real broker and worker, a job whose logs carry no NCCL INFO line is
+placed on its hosts, with the hosts that cables.csv lacks dead-lettered."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka_support import require_broker, stack, stop, wait_drained
+from slurm_support import NODES, Slurm, cluster
+
+from railtrace.collectors.emit import Collected
+from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
+from railtrace.collectors.scheduler.poller import SlurmPoller
+from railtrace.store.chdb_store import ChdbStore
+from railtrace.streams import wire
+from railtrace.streams.records import JobPlacement
+from railtrace.streams.scheduler import read_placements
+
+# What a trainer at NCCL_DEBUG=WARN leaves in its log: progress lines, no NCCL INFO, no
+# environment dump, so nothing in it says which hosts the job is on.
+JOB_SCRIPT = """#!/bin/bash
+for i in 10 20 30 40; do
+  echo " [$(date -u '+%Y-%m-%d %H:%M:%S')] iteration       $i/   10000 |" \\
+    "consumed samples: $((i * 512)) | elapsed time per iteration (ms): 1234.5 |"
+  sleep 1
+done
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
+    with cluster(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
+
+
+def _script(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "job.sh").write_text(JOB_SCRIPT)
+    return tmp_path / "job.sh"
+
+
+def _placements(messages: Collected, job_id: str) -> list[JobPlacement]:
+    out = []
+    for m in messages.on("scheduler"):
+        if m.key == job_id.encode():
+            o = wire.decode_scheduler_output(m.value)
+            got = read_placements(o.source, o.text.encode(), o.zone(), o.first)
+            assert not got.dead_letters, got.dead_letters
+            out += got.placements
+    return out
+
+
+def test_a_real_job_is_published_at_each_change_and_in_utc_whatever_the_hosts_zone(
+    slurm: Slurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scontrol prints local time without a zone: read in UTC, a time printed in IST would be
+    # 5 h 30 off. The collector must make the tool print UTC.
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    monkeypatch.setenv("SLURM_TIME_FORMAT", "relative")
+    sent = Collected()
+    poller = SlurmPoller(
+        SchedulerCollectorConfig(slurm_conf=slurm.conf, interval_s=0.2, cluster="lab"), sent
+    )
+    script = _script(tmp_path)
+    first = slurm.submit(script, 2, tmp_path)
+    waits = slurm.submit(script, 4, tmp_path)  # the whole cluster: waits for the first
+    deadline = time.monotonic() + 120
+    saw_waiting = False
+    while time.monotonic() < deadline:
+        assert asyncio.run(poller.poll_once()), poller.stats.last_error
+        saw_waiting |= poller.stats.waiting > 0
+        states = [p.state for p in _placements(sent, waits)]
+        if states and states[-1] == "COMPLETED":
+            break
+        time.sleep(0.2)
+    ran = _placements(sent, first)
+    assert ran[0].state == "RUNNING" and ran[-1].state == "COMPLETED", [p.state for p in ran]
+    # Published once per change, never again while nothing changed (RunTime moves on).
+    assert all(a != b for a, b in itertools.pairwise(ran))
+    assert poller.stats.unchanged > 0 and saw_waiting
+    hosts = slurm.run("scontrol", "show", "hostnames", slurm_nodes(slurm, first)).split()
+    # GPU indexes while it runs; scontrol prints none once the allocation is released.
+    assert [(h.name, h.gpus) for h in ran[0].hosts] == [(h, tuple(range(8))) for h in hosts]
+    assert [h.name for h in ran[-1].hosts] == hosts
+    start, end = ran[-1].start_ns, ran[-1].end_ns
+    assert start is not None and end is not None
+    assert abs(start - time.time_ns()) < 120 * 10**9, "start read in the wrong zone"
+    assert end - start >= 3 * 10**9  # four steps of a second
+    assert [h.name for h in _placements(sent, waits)[-1].hosts] == NODES
+    sources = {wire.decode_scheduler_output(m.value).source for m in sent.messages}
+    assert sources == {"scontrol:lab"}
+
+
+def slurm_nodes(slurm: Slurm, job_id: str) -> str:
+    return slurm.run("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%N").strip()
+
+
+def test_squeue_json_gives_the_same_placements_as_scontrol(slurm: Slurm, tmp_path: Path) -> None:
+    job = slurm.submit(_script(tmp_path), 2, tmp_path)
+    slurm.until(job, {"RUNNING"})
+    by: dict[str, list[JobPlacement]] = {}
+    for command in ("scontrol", "squeue"):
+        sent = Collected()
+        poller = SlurmPoller(SchedulerCollectorConfig(command=command, slurm_conf=slurm.conf), sent)
+        assert asyncio.run(poller.poll_once()), poller.stats.last_error
+        by[command] = _placements(sent, job)
+    (a,), (b,) = by["scontrol"], by["squeue"]
+    assert (a.state, a.hosts, a.start_ns) == (b.state, b.hosts, b.start_ns)
+    slurm.until(job, {"COMPLETED"})
+
+
+@pytest.mark.parametrize(
+    ("conf", "timeout_s", "says"),
+    [
+        # scontrol gives up at once on a configuration naming no controller ...
+        ("ClusterName=lab\n", 30.0, "scontrol exited 1: scontrol: error: No SlurmctldHost"),
+        # ... and retries a missing one for a minute: killed at the poll's timeout.
+        (None, 1.0, "timed out"),
+    ],
+)
+def test_slurm_that_cannot_be_read_is_counted_and_reported_not_raised(
+    slurm: Slurm, tmp_path: Path, conf: str | None, timeout_s: float, says: str
+) -> None:
+    path = tmp_path / "slurm.conf"
+    if conf is not None:
+        path.write_text(conf)
+    sent = Collected()
+    poller = SlurmPoller(SchedulerCollectorConfig(slurm_conf=path, timeout_s=timeout_s), sent)
+    began = time.monotonic()
+    assert asyncio.run(poller.poll_once()) is False
+    assert time.monotonic() - began < timeout_s + 5
+    assert poller.stats.failures == 1 and poller.stats.down_since is not None
+    assert (poller.stats.last_error or "").startswith(says), poller.stats.last_error
+    assert not sent.messages
+    # The next good poll is up again.
+    poller.config = SchedulerCollectorConfig(slurm_conf=slurm.conf)
+    assert asyncio.run(poller.poll_once()) and poller.stats.down_since is None
+
+
+def _cables(path: Path, nodes: list[str]) -> None:
+    """Each node's two NICs on the rail-0 and rail-1 leaves, both leaves on one spine."""
+    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
+    for i, node in enumerate(nodes, 1):
+        for rail in (0, 1):
+            rows.append(f"{node},dcim.interface,mlx5_{rail},leaf-r{rail},dcim.interface,swp{i}")
+    for rail in (0, 1):
+        rows.append(f"leaf-r{rail},dcim.interface,swp31,spine-1,dcim.interface,swp{rail + 1}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_live_a_job_at_nccl_warn_is_placed_from_slurm_and_uncabled_hosts_are_dead_letters(
+    slurm: Slurm, tmp_path: Path
+) -> None:
+    require_broker()
+    topology = tmp_path / "fabric"
+    topology.mkdir()
+    _cables(topology / "cables.csv", NODES[:3])  # gb-n004 is not in the plan
+    runs = tmp_path / "runs"
+    script = _script(runs)
+    with stack(tmp_path, topology) as s:
+        sched = s.collector_settings(
+            f"""[collect.metrics_listen]
+scheduler = "127.0.0.1:0"
+logs = "127.0.0.1:0"
+
+[collect.scheduler]
+slurm_conf = "{slurm.conf}"
+interval_s = 0.5
+cluster = "lab"
+
+[collect.logs]
+paths = ["{runs}/{{job_id}}.out"]
+node = "gb-n001"
+state_file = "{tmp_path / "offsets.json"}"
+"""
+        )
+        s.start("--config", str(sched), "collect", "scheduler", name="collect-scheduler")
+        s.start("--config", str(sched), "collect", "logs", name="collect-logs")
+        two = slurm.submit(script, 2, runs)
+        four = slurm.submit(script, 4, runs)
+        slurm.until(four, {"COMPLETED"}, timeout=180)
+        deadline = time.monotonic() + 120
+        verdict: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            try:
+                verdict = s.get(f"/v1/jobs/{two}/verdict")
+            except OSError:
+                verdict = {}
+            if verdict.get("hosts") == 2:
+                break
+            time.sleep(0.5)
+        assert verdict.get("hosts") == 2, f"{verdict}\n{s.logs()}"
+        time.sleep(2)  # the collector's last poll of the ended jobs
+        wait_drained(s)
+        for proc in s.procs:
+            stop(proc)
+    store = ChdbStore(s.data)
+    try:
+        placed = store.job_facts_of(two, kinds=["placement"])
+        reasons = store.select(f"SELECT reason FROM {store._name('dead_letters')}").column(0)
+    finally:
+        store.close()
+    # The job's latest placement, as the collector read it: ended, on its two hosts.
+    assert [(p.state, len(p.hosts), p.origin.source) for p in placed] == [
+        ("COMPLETED", 2, "scontrol:lab")
+    ]
+    assert any(
+        f"job {four}: 1 of its 4 hosts are not in cables.csv (gb-n004)" in r
+        for r in reasons.to_pylist()
+    ), reasons
