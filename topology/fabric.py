@@ -22,6 +22,7 @@ import networkx as nx
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import IF_OF, RAIL, ROLE, TIER, Role
 from railtrace.topology.cabling import CablePlan
+from railtrace.topology.gpunics import GpuNics
 
 #: RDMA device names as the kernel and NCCL print them (Mellanox/NVIDIA, Broadcom, Intel,
 #: AMD Pensando, Marvell/QLogic, Cornelis, AWS EFA, and udev-renamed RoCE/IB ports).
@@ -64,6 +65,9 @@ class Fabric:
     address_of: dict[str, Endpoint] = field(default_factory=dict)
     #: Links cabled unlike the plan (see `asbuilt`), with what the plan says instead.
     as_built: dict[str, str] = field(default_factory=dict)
+    #: Which NICs each GPU sends through (`gpunics`), per host, and for hosts not named.
+    gpu_nics: dict[str, GpuNics] = field(default_factory=dict)
+    default_gpu_nics: GpuNics | None = None
     # device -> its cabled ports and their links, indexed on first use (see `ports`)
     _device_ports: dict[str, list[tuple[Endpoint, str]]] | None = field(
         default=None, repr=False, compare=False
@@ -95,6 +99,19 @@ class Fabric:
             for ep, lid in self.link_at.items():
                 self._device_ports.setdefault(ep.device, []).append((ep, lid))
         return self._device_ports.get(device, [])
+
+    def job_nics(self, host: str, gpus: tuple[int, ...]) -> tuple[str, ...]:
+        """The cabled NICs of `host` that a job holding its GPUs `gpus` sends through: those
+        closest to the GPUs, when the host's GPU-to-NIC map is known; every cabled NIC when
+        it is not, when `gpus` is not known, or when the map names none of the cabled NICs
+        (names spelled unlike cables.csv must not take a host's traffic away)."""
+        cabled = self.host_nics.get(host, ())
+        known = self.gpu_nics.get(host, self.default_gpu_nics)
+        near = known.nics_of(gpus) if known is not None and gpus else None
+        if near is None:
+            return cabled
+        used = tuple(n for n in cabled if n in near)
+        return used or cabled
 
     def host_link(self, nic: Endpoint) -> str | None:
         """The link id of the cable from a host NIC to its leaf."""

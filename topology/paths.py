@@ -13,7 +13,7 @@ few thousand distinct leaf pairs even at 288 nodes.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from railtrace.streams.records import Endpoint
 from railtrace.topology.attrs import ROLE, Role
@@ -110,7 +110,9 @@ class PathFinder:
         weights[dst_link] = 1.0
         return weights
 
-    def mesh_links(self, hosts: Iterable[str]) -> LinkWeights:
+    def mesh_links(
+        self, hosts: Iterable[str], nics_of: Callable[[str], Iterable[str]] | None = None
+    ) -> LinkWeights:
         """Every link the traffic of a job on `hosts` may cross when nothing says which hosts
         talk (NCCL at WARN prints no channels): every pair of the hosts on each rail, which
         covers rings and trees in any order, MoE all-to-all and PXN (which keeps traffic on
@@ -122,11 +124,13 @@ class PathFinder:
         flows, so a fault on an uplink it never used would be blamed as surely as one on its
         own cable. Host cables weigh 1. Computed per leaf pair (hosts under one leaf share its
         uplinks): a 288-host job costs a few hundred leaf pairs, not 41,000 host pairs.
+        `nics_of(host)` names the NICs the job uses on a host (those near its GPUs); default:
+        all of them.
         """
         fabric = self.fabric
         by_rail: dict[int, dict[str, list[str]]] = {}
         for host in sorted(set(hosts)):
-            for nic in fabric.host_nics.get(host, ()):
+            for nic in fabric.host_nics.get(host, ()) if nics_of is None else nics_of(host):
                 ep = Endpoint(host, nic)
                 leaf, lid = fabric.nic_leaf.get(ep), fabric.link_at.get(ep)
                 if leaf is not None and lid is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from railtrace.streams.records import Endpoint, valid_job_id
 from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
+from railtrace.topology.gpunics import TopoError, parse_topo_matrix
 
 GNMI_SUFFIXES = (".json", ".jsonl")
 
@@ -68,6 +69,7 @@ def open_capture(root: Path) -> Capture:
         addresses, host_errors = parse_hosts_csv(hosts.read_text(errors="replace"))
         errors.extend(host_errors)
     fabric = build_fabric(plan, addresses)
+    errors.extend(_read_gpu_nics(root / "gpu-nics", fabric))
     gnmi_dir = root / "gnmi"
     gnmi = sorted(p for p in gnmi_dir.glob("*") if p.suffix in GNMI_SUFFIXES and p.is_file())
     logs: dict[str, list[Path]] = {}
@@ -91,3 +93,35 @@ def open_capture(root: Path) -> Capture:
         p for p in scheduler_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
     )
     return Capture(root, fabric, errors, gnmi, logs, scheduler, plan, addresses, skipped)
+
+
+def _read_gpu_nics(folder: Path, fabric: Fabric) -> list[str]:
+    """`gpu-nics/<host>.txt` and `gpu-nics/default.txt` (every other host): `nvidia-smi topo
+    -m` as it prints, onto the fabric. Returns what was ignored, and why."""
+    errors: list[str] = []
+    if not folder.is_dir():
+        return errors
+    cabled = {nic for nics in fabric.host_nics.values() for nic in nics}
+    for path in sorted(folder.glob("*.txt")):
+        name = f"gpu-nics/{path.name}"
+        host = path.stem
+        if host != "default" and host not in fabric.host_nics:
+            errors.append(f"{name}: {host!r} is neither `default` nor a cabled host; ignored")
+            continue
+        try:
+            found = parse_topo_matrix(path.read_text(errors="replace"))
+        except TopoError as exc:
+            errors.append(f"{name}: {exc}; ignored")
+            continue
+        named = {n for nics in found.by_gpu.values() for n in nics}
+        own = cabled if host == "default" else set(fabric.host_nics[host])
+        if not named & own:
+            errors.append(
+                f"{name}: names no NIC that cables.csv cables ({', '.join(sorted(named)[:4])}"
+                "...); every rail of its hosts is taken as used"
+            )
+        if host == "default":
+            fabric.default_gpu_nics = found
+        else:
+            fabric.gpu_nics[host] = found
+    return errors

@@ -10,7 +10,7 @@ anomalies from a replicated table, re-evaluation on a timer) reach the same verd
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from railtrace.streams.attribution import evidence as as_evidence
@@ -217,19 +217,26 @@ class Correlator:
             elif job.inferred:
                 # No channel lines (NCCL at WARN or unset), but the hosts are known (from the
                 # scheduler, or from the lines that name them): any two may talk on each rail.
-                weights = self.paths.mesh_links(job.view.hosts)
+                weights = self.paths.mesh_links(job.view.hosts, self._nics_of(job))
             else:
                 # One host, or none known: only its own NIC cables can be candidates.
+                nics_of = self._nics_of(job)
                 weights = {
                     lid: 1.0
                     for host in sorted(job.view.hosts)
-                    for nic in self.fabric.host_nics.get(host, ())
+                    for nic in nics_of(host)
                     if (lid := self.fabric.link_at.get(Endpoint(host, nic))) is not None
                 }
             for lid in weights:
                 self._jobs_on_link.setdefault(lid, set()).add(job.view.job_id)
             job.weights = weights
         return job.weights
+
+    def _nics_of(self, job: _Job) -> Callable[[str], tuple[str, ...]]:
+        """Per host, the NICs near the GPUs the scheduler gave the job there (all of them when
+        either is unknown): a job on half a node talks on half its rails."""
+        gpus, fabric = job.view.host_gpus, self.fabric
+        return lambda host: fabric.job_nics(host, gpus.get(host, ()))
 
     def _answer(
         self, job: _Job, upto_ns: int | None, corroborated: dict[str, int] | None = None

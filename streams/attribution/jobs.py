@@ -54,6 +54,8 @@ class JobView:
     comm_size: dict[str, int] = field(default_factory=dict)
     edges: dict[tuple[str, int, int, int, str], ChannelEdge] = field(default_factory=dict)
     hosts: set[str] = field(default_factory=set)
+    #: The GPU indexes the job holds on a host, as its scheduler printed them (none: unknown).
+    host_gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # Hang evidence by where it was read, so a fact delivered twice counts once.
     timeouts_at: dict[tuple[str, int], CollectiveTimeout] = field(default_factory=dict)
     net_errors_at: dict[tuple[str, int], NetError] = field(default_factory=dict)
@@ -120,7 +122,12 @@ class JobView:
                 # The scheduler's hosts: all a job at NCCL_DEBUG=WARN has to place it.
                 known = len(self.hosts)
                 self.hosts.update(h.name for h in fact.hosts)
-                if len(self.hosts) == known and not new_host:
+                # A later record of an ended job prints no GPU indexes (the allocation is
+                # released): what was printed while it ran is kept.
+                gpus = {h.name: h.gpus for h in fact.hosts if h.gpus}
+                new_gpus = any(self.host_gpus.get(n) != g for n, g in gpus.items())
+                self.host_gpus.update(gpus)
+                if len(self.hosts) == known and not new_host and not new_gpus:
                     return Change.NONE
         self._flows = None
         return Change.FLOWS
@@ -221,6 +228,7 @@ class JobView:
             "comm_size": self.comm_size,
             "edges": [codec.encode(e) for e in self.edges.values()],
             "hosts": sorted(self.hosts),
+            "host_gpus": sorted([h, list(g)] for h, g in self.host_gpus.items()),
             "evidence": [
                 codec.encode(f)
                 for f in (
@@ -250,6 +258,8 @@ class JobView:
         for raw in snap["evidence"]:
             view.add(codec.decode(raw))
         view.hosts = set(snap["hosts"])
+        # absent from views saved before GPU indexes were kept
+        view.host_gpus = {h: tuple(g) for h, g in snap.get("host_gpus", [])}
         if "pace" in snap:  # absent from views saved before step reports were read
             view.pace = Pace.restore(snap["pace"])
         view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]

@@ -1,0 +1,111 @@
+"""Which NICs a GPU sends through, read from `nvidia-smi topo -m` as real machines print it
+(three matrices from public issue threads: tests/fixtures/scheduler/README.md, section 6), and
+how a job holding part of a node is given the rails of its own GPUs only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from railtrace.replay import open_capture
+from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.gpunics import TopoError, parse_topo_matrix
+
+FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
+H100_8NIC = FIXTURES / "nvidia-smi-topo-m-h100-8nic-sglang-30401.txt"
+H100_12NIC = FIXTURES / "nvidia-smi-topo-m-h100-12nic-mooncake-2039.txt"
+A100_MANGLED = FIXTURES / "nvidia-smi-topo-m-a100-10nic-nccl-tests-311-mangled-columns.txt"
+
+
+def test_an_hgx_with_one_pix_nic_per_gpu_maps_gpu_n_to_its_own_nic() -> None:
+    got = parse_topo_matrix(H100_8NIC.read_text())
+    assert got.by_gpu == {g: (f"mlx5_{g}",) for g in range(8)}
+
+
+def test_nics_sharing_a_gpus_pcie_switch_are_all_kept() -> None:
+    got = parse_topo_matrix(H100_12NIC.read_text()).by_gpu
+    assert got[0] == ("mlx5_0", "mlx5_1", "mlx5_2") and got[4] == ("mlx5_6", "mlx5_7", "mlx5_8")
+    assert got[1] == ("mlx5_3",) and got[7] == ("mlx5_11",)
+
+
+def test_a_matrix_whose_columns_ran_together_in_a_ticket_still_reads() -> None:
+    # `NIC7NIC8` in the header, `SYSSYS` and `PXBSYS` in the rows: cells are tokens.
+    got = parse_topo_matrix(A100_MANGLED.read_text()).by_gpu
+    assert got == {g: (f"mlx5_{g // 2 * 2}", f"mlx5_{g // 2 * 2 + 1}") for g in range(8)}
+    # NIC8 and NIC9 are near no GPU (a storage pair): no GPU sends through them.
+    assert not {"mlx5_8", "mlx5_9"} & {n for nics in got.values() for n in nics}
+
+
+def test_a_gpu_near_no_nic_says_nothing_about_the_job() -> None:
+    lines = H100_8NIC.read_text().splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("GPU0 "))
+    lines[row] = re.sub(r"\b(PIX|NODE)\b", "SYS", lines[row])
+    got = parse_topo_matrix("\n".join(lines))
+    assert got.by_gpu[0] == ()
+    assert got.nics_of((0, 1)) is None and got.nics_of((1, 2)) == {"mlx5_1", "mlx5_2"}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("GPU0 is fine\n", "no header row"),
+        ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV18\t0-47\n", "no NIC column"),
+        (H100_8NIC.read_text().split("NIC Legend")[0], "does not name NIC0"),
+        (
+            H100_8NIC.read_text().replace(
+                "PIX     NODE    NODE    NODE    SYS     SYS     SYS     SYS     0-47",
+                "PIX 0-47",
+                1,
+            ),
+            "row GPU0 has",
+        ),
+    ],
+)
+def test_what_is_no_matrix_is_refused_with_the_reason(text: str, says: str) -> None:
+    with pytest.raises(TopoError, match=says):
+        parse_topo_matrix(text)
+
+
+def _fabric_with(default_text: str):  # type: ignore[no-untyped-def]
+    fabric = build_fabric(rail_optimized(64).plan)
+    fabric.default_gpu_nics = parse_topo_matrix(default_text)
+    return fabric
+
+
+def test_a_job_on_half_a_node_uses_the_nics_of_its_gpus_only() -> None:
+    fabric = _fabric_with(H100_8NIC.read_text())
+    host = fabric.hosts()[0]
+    assert fabric.job_nics(host, (0, 1, 2, 3)) == ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
+    assert fabric.job_nics(host, ()) == fabric.host_nics[host]  # GPUs not printed: all
+
+
+def test_a_map_naming_nics_unlike_the_plan_takes_no_rail_away() -> None:
+    fabric = _fabric_with(H100_8NIC.read_text().replace("mlx5_", "ibp"))
+    host = fabric.hosts()[0]
+    assert fabric.job_nics(host, (0, 1)) == fabric.host_nics[host]
+
+
+def test_a_topology_folder_takes_a_default_map_and_per_host_ones(tmp_path: Path) -> None:
+    plan = rail_optimized(64).plan
+    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
+    rows += [f"{c.a.device},dcim.interface,{c.a.interface},{c.b.device},dcim.interface,"
+             f"{c.b.interface}" for c in plan.cables]  # fmt: skip
+    (tmp_path / "cables.csv").write_text("\n".join(rows) + "\n")
+    maps = tmp_path / "gpu-nics"
+    maps.mkdir()
+    host = build_fabric(plan).hosts()[0]
+    (maps / "default.txt").write_text(H100_8NIC.read_text())
+    (maps / f"{host}.txt").write_text(H100_12NIC.read_text())
+    (maps / "no-such-host.txt").write_text(H100_8NIC.read_text())
+    (maps / f"{build_fabric(plan).hosts()[1]}.txt").write_text("not a matrix\n")
+    cap = open_capture(tmp_path)
+    assert cap.fabric.default_gpu_nics is not None
+    assert cap.fabric.gpu_nics[host].by_gpu[0] == ("mlx5_0", "mlx5_1", "mlx5_2")
+    said = " | ".join(cap.plan_errors)
+    assert (
+        "gpu-nics/no-such-host.txt: 'no-such-host' is neither `default` nor a cabled host; ignored"
+        in said
+    )
+    assert f"gpu-nics/{build_fabric(plan).hosts()[1]}.txt: no header row" in said
