@@ -4,6 +4,7 @@ same placements with the same origins, and the same bad records refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
@@ -66,3 +67,39 @@ def test_a_bad_record_between_good_ones_is_refused_at_its_own_line() -> None:
 @pytest.mark.parametrize("data", [b"\xff\xfe garbage", b'{"jobs": [', b"just words", b""])
 def test_what_cannot_be_cut_is_one_chunk_whole(data: bytes) -> None:
     assert [(c.first, c.data) for c in split(data)] == [(1, data)]
+
+
+def test_files_joined_with_cat_read_the_record_after_a_byte_order_mark() -> None:
+    # Found by the scheduler fuzz run: the second file's BOM hid its first record.
+    one = (FIXTURES / "scontrol-show-job-d-2019-multinode-running.txt").read_bytes()
+    two = (FIXTURES / "scontrol-show-job-d-22.05-multinode-gpu.txt").read_bytes()
+    data = one + b"\n\xef\xbb\xbf" + two
+    whole = read_placements("s", data)
+    assert len(whole.placements) == 2 and not whole.dead_letters
+    assert _by_chunk("s", data)[0] == whole.placements
+
+
+def test_a_job_nested_past_what_orjson_writes_is_still_cut_and_read() -> None:
+    # Found by the fuzz run: orjson reads 1,024 levels but writes 254; split raised.
+    doc = orjson.loads((FIXTURES / "squeue-json-24.05.json").read_bytes())
+    deep: object = 1
+    for _ in range(300):
+        deep = [deep]
+    doc["jobs"][0]["comment"] = deep
+    data = json.dumps(doc).encode()
+    whole = read_placements("sq", data)
+    chunks = split(data)
+    assert len(chunks) == len(orjson.loads(data)["jobs"]) > 1
+    assert _by_chunk("sq", data)[0] == whole.placements != []
+
+
+def test_a_yaml_stream_whose_first_document_is_flow_style_junk_is_read_as_yaml() -> None:
+    # Found by the fuzz run: a first document that starts with `{` sent the file to JSON.
+    pods = (
+        FIXTURES / "kubectl-pod-pytorchjob-worker-hami-vgpu-succeeded-dce-console.yaml"
+    ).read_bytes()
+    data = b"{junk: [1, 2]}\n---\n" + pods  # YAML flow style, not JSON
+    got = read_placements("pods.yaml", data)
+    alone = read_placements("pods.yaml", pods)
+    assert [p.job_id for p in got.placements] == [p.job_id for p in alone.placements] != []
+    assert _by_chunk("pods.yaml", data)[0] == got.placements

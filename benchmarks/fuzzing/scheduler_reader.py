@@ -30,6 +30,9 @@ times are read in a zone (UTC, +05:30, -08:00) the expected reading shares.
   whole then loses its good records, under a signature that names the refusal.
 * a dead letter without a reason (empty or blank), and an expression `expand` turns into
   more than MAX_HOSTS names, count as lost too.
+* chunked read: the input cut into one chunk per job (`split`, as the live path publishes
+  it), each chunk read at its place, must give exactly the whole input's placements; a
+  difference is lost, an exception out of `split` a crash.
 """
 
 from __future__ import annotations
@@ -51,7 +54,13 @@ from typing import Any
 import yaml
 
 from railtrace.streams.records import JobPlacement, LogOrigin
-from railtrace.streams.scheduler import HostlistError, PlacementRead, expand, read_placements
+from railtrace.streams.scheduler import (
+    HostlistError,
+    PlacementRead,
+    expand,
+    read_placements,
+    split,
+)
 from railtrace.streams.scheduler.hostlist import MAX_HOSTS
 
 from .cases import Case, Item, Result, crash_of
@@ -614,7 +623,26 @@ class SchedulerReader:
         if lost and fmt != "text":
             lost = self._unless_damaged_file(case, data, got, expected, lost)
         res.lost += lost
+        try:
+            res.lost += self._compare_chunks(fmt, data, case.ctx["tz"], got)
+        except Exception as exc:
+            res.crash, res.exc = crash_of(exc)
         return res
+
+    def _compare_chunks(self, fmt: str, data: bytes, tz: int, got: PlacementRead) -> list[str]:
+        """The live path's reading: the input cut into one chunk per job (`split`), each read
+        alone at its place, must give the whole input's placements, in order."""
+        chunked = [
+            p
+            for c in split(data)
+            for p in read_placements(SOURCES[fmt], c.data, zone(tz), c.first).placements
+        ]
+        if chunked == got.placements:
+            return []
+        return [
+            f"chunked read | {fmt} | {len(chunked)} placements for the whole file's "
+            f"{len(got.placements)}: {_brief(chunked)} / {_brief(got.placements)}"
+        ]
 
     def _unless_damaged_file(
         self,

@@ -64,31 +64,26 @@ def _read(source: str, data: bytes, tz: tzinfo) -> PlacementRead:
     text = text.removeprefix("\ufeff")  # a BOM an editor or a Windows share put first
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")) and not slurm_text.looks_like(text):
-        doc = _json(source, text, out)
-        if doc is None:
-            return out
-        if slurm_json.looks_like(doc):
-            slurm_json.read(source, doc, out)
-        elif kubernetes.looks_like(doc):
-            kubernetes.read(source, doc, out)
+        as_json = PlacementRead()
+        doc = _json(source, text, as_json)
+        if doc is not None and slurm_json.looks_like(doc):
+            slurm_json.read(source, doc, as_json)
+        elif doc is not None and kubernetes.looks_like(doc):
+            kubernetes.read(source, doc, as_json)
+        elif not yamldoc.has_documents(text):
+            if doc is not None:
+                as_json.refuse(
+                    source, 0, "JSON, but neither Slurm's `jobs` nor a Kubernetes pod list"
+                )
+            return _joined(out, as_json)
         else:
-            out.refuse(source, 0, "JSON, but neither Slurm's `jobs` nor a Kubernetes pod list")
-        return out
+            return _joined(out, _yaml(source, text, stripped))
+        return _joined(out, as_json)
     if slurm_text.looks_like(text):
         slurm_text.read(source, text, tz, out)
         return out
-    if yamldoc.looks_like(stripped):
-        try:
-            docs = yamldoc.load(text)
-        except yamldoc.YamlError as exc:
-            out.refuse(source, 0, f"not readable YAML: {exc}", stripped[:200])
-            return out
-        pods = [d for d in docs if isinstance(d, dict) and kubernetes.looks_like(d)]
-        if not pods:
-            out.refuse(source, 0, "YAML, but no Kubernetes pod or pod list")
-        items = [p for d in pods for p in ([d] if d.get("kind") == "Pod" else d["items"])]
-        kubernetes.read(source, {"items": items}, out)
-        return out
+    if yamldoc.looks_like(stripped) or yamldoc.has_documents(text):
+        return _joined(out, _yaml(source, text, stripped))
     if stripped:
         out.refuse(
             source,
@@ -97,6 +92,28 @@ def _read(source: str, data: bytes, tz: tzinfo) -> PlacementRead:
             "kubectl get pods -o json or -o yaml)",
             stripped[:200],
         )
+    return out
+
+
+def _joined(first: PlacementRead, then: PlacementRead) -> PlacementRead:
+    first.placements += then.placements
+    first.dead_letters += then.dead_letters
+    first.waiting += then.waiting
+    return first
+
+
+def _yaml(source: str, text: str, stripped: str) -> PlacementRead:
+    out = PlacementRead()
+    try:
+        docs = yamldoc.load(text)
+    except yamldoc.YamlError as exc:
+        out.refuse(source, 0, f"not readable YAML: {exc}", stripped[:200])
+        return out
+    pods = [d for d in docs if isinstance(d, dict) and kubernetes.looks_like(d)]
+    if not pods:
+        out.refuse(source, 0, "YAML, but no Kubernetes pod or pod list")
+    items = [p for d in pods for p in ([d] if d.get("kind") == "Pod" else d["items"])]
+    kubernetes.read(source, {"items": items}, out)
     return out
 
 

@@ -10,6 +10,7 @@ as when the whole file is read.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import orjson
@@ -39,16 +40,19 @@ def split(data: bytes) -> list[Chunk]:
             for line_no, lines in slurm_text.records(text)
         ]
     if stripped.startswith(("{", "[")):
+        # As the reader sniffs: JSON, unless it is neither a job nor a pod list and the
+        # file holds several YAML documents (the first in JSON's flow style).
         try:
             doc = orjson.loads(text)
         except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and slurm_json.looks_like(doc):
+            return _items(doc["jobs"], "jobs") or whole
+        if isinstance(doc, dict) and kubernetes.looks_like(doc):
+            return whole if doc.get("kind") == "Pod" else _items(doc["items"], "items") or whole
+        if not yamldoc.has_documents(text):
             return whole
-        if slurm_json.looks_like(doc):
-            return _items(doc["jobs"], "jobs")
-        if kubernetes.looks_like(doc) and doc.get("kind") != "Pod":
-            return _items(doc["items"], "items")
-        return whole
-    if yamldoc.looks_like(stripped):
+    if yamldoc.looks_like(stripped) or yamldoc.has_documents(text):
         try:
             docs = yamldoc.load(text)
         except yamldoc.YamlError:
@@ -59,9 +63,21 @@ def split(data: bytes) -> list[Chunk]:
             if isinstance(d, dict) and kubernetes.looks_like(d)
             for p in ([d] if d.get("kind") == "Pod" else d["items"])
         ]
-        return _items(pods, "items") if pods else whole
+        return (_items(pods, "items") if pods else None) or whole
     return whole
 
 
-def _items(items: list[object], key: str) -> list[Chunk]:
-    return [Chunk(i, orjson.dumps({key: [item]})) for i, item in enumerate(items, 1)]
+def _items(items: list[object], key: str) -> list[Chunk] | None:
+    """One chunk per item, or None when an item cannot be written back: orjson stops at 254
+    levels of nesting, Python's json at its recursion limit (no scheduler prints either)."""
+    out = []
+    for i, item in enumerate(items, 1):
+        try:
+            data = orjson.dumps({key: [item]})
+        except TypeError:  # orjson.JSONEncodeError: too deep, or an integer past 64 bits
+            try:
+                data = json.dumps({key: [item]}, ensure_ascii=False).encode()
+            except (RecursionError, ValueError, TypeError):
+                return None
+        out.append(Chunk(i, data))
+    return out

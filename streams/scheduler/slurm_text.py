@@ -46,11 +46,15 @@ def read(source: str, text: str, tz: tzinfo, into: PlacementRead) -> None:
 
 def records(text: str) -> list[tuple[int, list[str]]]:
     """Each record's lines and the 1-based line it starts on: a record starts at a `JobId=`
-    line or after a blank line (what comes before the first JobId is a record too, refused)."""
+    line or after a blank line (what comes before the first JobId is a record too, refused).
+    The chunks of the live path are cut here too (`chunks.split`), so both read alike."""
     out: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, raw in enumerate(text.splitlines(), 1):
+        # A byte-order mark opens each file an editor saved: files joined with `cat` carry
+        # one at the start of a line inside the output.
+        line = raw.lstrip("\ufeff")
         if line.lstrip().startswith("JobId=") or not line.strip():
             if current:
                 out.append((start, current))

@@ -22,6 +22,16 @@ def looks_like(text: str) -> bool:
     return _START.match(first) is not None
 
 
+#: A document marker on a line of its own (or opening one): a stream of several documents.
+_MARKER = re.compile(r"^---(?:[ \t]|$)", re.MULTILINE)
+
+
+def has_documents(text: str) -> bool:
+    """More than one YAML document: a file whose first document is in JSON's flow style (or
+    damaged into something like it) is still read as the YAML stream it is."""
+    return _MARKER.search(text) is not None
+
+
 def load(text: str) -> list[Any]:
     """Every document of `text`, read by libyaml; refused if it holds an alias."""
     # Every scalar a string (BaseLoader): kubectl quotes its times, and a value YAML would
