@@ -37,7 +37,11 @@ class _KeyValueFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         extra = " ".join(f"{k}={v}" for k, v in _fields(record).items())
         line = f"{record.levelname.lower():7} {record.name}: {record.getMessage()}"
-        return f"{line} {extra}" if extra else line
+        line = f"{line} {extra}" if extra else line
+        # A crash's traceback is what explains it: a line without it says only that it came.
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
 
 
 def configure(level: str = "INFO", json: bool = False) -> None:
