@@ -157,3 +157,16 @@ def test_a_restored_view_keeps_the_gpus_of_a_half_node_job():
     )  # fmt: skip
     corr.observe(ended)
     assert corr.job_view(JOB).host_gpus[HOST_A] == (0, 1, 2, 3)  # type: ignore[union-attr]
+
+
+def test_a_job_known_only_from_its_scheduler_is_unknown_until_its_own_lines_come():
+    """A placement says where a job runs, never how it is doing: the scheduler collector
+    places every job of a cluster, most of whose logs railtrace may never see."""
+    corr = Correlator(fabric())
+    (placed,) = corr.observe(PLACED)
+    assert placed.state == JobState.UNKNOWN and placed.hosts == 2
+    first_line = job_facts()[0]
+    changed = corr.observe(first_line)
+    assert [(v.state, v.hosts) for v in changed] == [(JobState.HEALTHY, 2)]
+    restored = JobView.restore(orjson.loads(orjson.dumps(corr.job_view(JOB).snapshot())))  # type: ignore[union-attr]
+    assert restored.heard

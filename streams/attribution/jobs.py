@@ -65,6 +65,9 @@ class JobView:
     pace: Pace = field(default_factory=Pace)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
+    #: Whether anything but the scheduler spoke of the job: a placement alone tells where a
+    #: job runs, never how it is doing.
+    heard: bool = False
     _flows: set[Flow] | None = None
     _stall_floor_ns: int = 2**63
     _peers: set[tuple[str, str | None]] = field(default_factory=set)
@@ -80,6 +83,14 @@ class JobView:
         streaming worker gets the files in any order), or is an Xid; a later watchdog line of
         the same hang changes nothing.
         """
+        # A job placed by its scheduler and known by nothing else is unknown: its first own
+        # line makes it healthy (or not), which is news.
+        news = not self.heard and bool(self.hosts) and not isinstance(fact, JobPlacement)
+        self.heard |= not isinstance(fact, JobPlacement)
+        change = self._record(fact)
+        return change | Change.EVIDENCE if news else change
+
+    def _record(self, fact: JobFact) -> Change:
         ts = fact.ts_ns
         if ts:
             self.first_ts_ns = ts if self.first_ts_ns is None else min(self.first_ts_ns, ts)
@@ -242,6 +253,7 @@ class JobView:
             "pace": self.pace.snapshot(),
             "first_ts_ns": self.first_ts_ns,
             "last_ts_ns": self.last_ts_ns,
+            "heard": self.heard,
         }
 
     @classmethod
@@ -263,6 +275,7 @@ class JobView:
         if "pace" in snap:  # absent from views saved before step reports were read
             view.pace = Pace.restore(snap["pace"])
         view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]
+        view.heard = snap.get("heard", True)  # views saved before placements were read: logs
         return view
 
 

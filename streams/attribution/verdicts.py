@@ -305,9 +305,11 @@ def diagnose(
 
 
 def healthy_verdict(view: JobView) -> Verdict:
-    """A job with no hang evidence, no slowdown and no stop that a fault explains."""
+    """A job with no hang evidence, no slowdown and no stop that a fault explains: healthy
+    once its own lines said where it runs or its scheduler did and its lines came; a job the
+    scheduler placed whose lines never came is unknown (nothing says how it is doing)."""
     ranks, hosts = view.ranks, len(view.hosts)
-    state = JobState.HEALTHY if ranks or hosts else JobState.UNKNOWN
+    state = JobState.HEALTHY if view.heard and (ranks or hosts) else JobState.UNKNOWN
     return Verdict(
         view.job_id, state, None, None, CauseKind.UNKNOWN, None, None, 0.0, ranks=ranks, hosts=hosts
     )
