@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka_support import require_broker, stack, stop, wait_drained
+from kafka_support import RAILTRACE, require_broker, stack, stop, wait_drained
 from slurm_support import NODES, Slurm, cluster
 
 from railtrace.collectors.emit import Collected
@@ -102,17 +103,25 @@ def slurm_nodes(slurm: Slurm, job_id: str) -> str:
     return slurm.run("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%N").strip()
 
 
-def test_squeue_json_gives_the_same_placements_as_scontrol(slurm: Slurm, tmp_path: Path) -> None:
+def test_squeue_json_gives_the_same_placements_as_scontrol_and_partitions_filter_both(
+    slurm: Slurm, tmp_path: Path
+) -> None:
     job = slurm.submit(_script(tmp_path), 2, tmp_path)
     slurm.until(job, {"RUNNING"})
-    by: dict[str, list[JobPlacement]] = {}
+    by: dict[tuple[str, str], list[JobPlacement]] = {}
     for command in ("scontrol", "squeue"):
-        sent = Collected()
-        poller = SlurmPoller(SchedulerCollectorConfig(command=command, slurm_conf=slurm.conf), sent)
-        assert asyncio.run(poller.poll_once()), poller.stats.last_error
-        by[command] = _placements(sent, job)
-    (a,), (b,) = by["scontrol"], by["squeue"]
+        for partition in ("gpu", "cpu"):  # slurm.sh's one partition is `gpu`
+            sent = Collected()
+            config = SchedulerCollectorConfig(
+                command=command, slurm_conf=slurm.conf, partitions=(partition,)
+            )
+            poller = SlurmPoller(config, sent)
+            assert asyncio.run(poller.poll_once()), poller.stats.last_error
+            by[command, partition] = _placements(sent, job)
+            assert (poller.stats.other_partitions > 0) == (partition == "cpu")
+    (a,), (b,) = by["scontrol", "gpu"], by["squeue", "gpu"]
     assert (a.state, a.hosts, a.start_ns) == (b.state, b.hosts, b.start_ns)
+    assert by["scontrol", "cpu"] == by["squeue", "cpu"] == []
     slurm.until(job, {"COMPLETED"})
 
 
@@ -215,3 +224,18 @@ state_file = "{tmp_path / "offsets.json"}"
         f"job {four}: 1 of its 4 hosts are not in cables.csv (gb-n004)" in r
         for r in reasons.to_pylist()
     ), reasons
+
+
+def test_the_role_refuses_to_start_without_slurms_tools_and_says_how_to_get_them(
+    tmp_path: Path,
+) -> None:
+    settings = tmp_path / "collect.toml"
+    settings.write_text(f'[collect]\nspool_dir = "{tmp_path / "spool"}"\n\n'
+                        f'[collect.scheduler]\nbin_dir = "{tmp_path}"\n')  # fmt: skip
+    done = subprocess.run(
+        [RAILTRACE, "--config", str(settings), "collect", "scheduler"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    said = " ".join(done.stderr.split())
+    assert f"{tmp_path}/scontrol not found" in said and "apt-get install slurm-client" in said

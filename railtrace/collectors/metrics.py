@@ -333,6 +333,11 @@ SCHEDULER_COUNTERS = (
     ("records", "scheduler_records", "Job records published (a job's placement changed)."),
     ("unchanged", "scheduler_unchanged_records", "Job records not published: nothing changed."),
     (
+        "other_partitions",
+        "scheduler_other_partition_records",
+        "Job records passed over: their partition is not in collect.scheduler.partitions.",
+    ),
+    (
         "refused",
         "scheduler_refused_records",
         "Job records the reader refuses, published for the worker to dead-letter.",

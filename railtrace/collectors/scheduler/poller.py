@@ -34,6 +34,9 @@ JITTER = 0.1
 #: What scontrol prints, exit 0, when it holds no job.
 NO_JOBS = b"No jobs in the system"
 _JOB_ID = re.compile(rb"JobId=(\S+)")
+# A record's partition as scontrol (`Partition=gpu`) or squeue's JSON (`"partition": "gpu"`)
+# prints it; a pending job may name several, comma-separated.
+_PARTITION = re.compile(rb'(?:^|\s)Partition=(\S+)|"partition"\s*:\s*"([^"]*)"')
 
 
 @dataclass
@@ -48,6 +51,7 @@ class PollStats:
     waiting: int = 0
     records: int = 0
     unchanged: int = 0
+    other_partitions: int = 0
     refused: int = 0
     emit_failures: int = 0
     last_error: str | None = None
@@ -163,7 +167,11 @@ class SlurmPoller:
             return [], 0
         records: list[Record] = []
         waiting = 0
+        wanted = set(self.config.partitions)
         for chunk in split(output):
+            if wanted and not wanted & _partitions(chunk.data):
+                self.stats.other_partitions += 1
+                continue
             placed = read_placements(self.source, chunk.data)
             waiting += placed.waiting
             if placed.placements:
@@ -217,6 +225,13 @@ class SlurmPoller:
         # A job no longer listed is forgotten: if it comes back (requeued), it is news.
         for key in self._published.keys() - seen:
             del self._published[key]
+
+
+def _partitions(record: bytes) -> set[str]:
+    m = _PARTITION.search(record)
+    if m is None:
+        return set()
+    return set((m.group(1) or m.group(2)).decode("utf-8", "replace").split(","))
 
 
 class ToolError(RuntimeError):
