@@ -66,6 +66,8 @@ def _split(cap: Path) -> tuple[Path, Path]:
         for f in files:
             (part / f.relative_to(cap)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, part / f.relative_to(cap))
+    # Where the jobs run, known from the start: the scheduler's records go with the first.
+    shutil.copytree(cap / "scheduler", dirs[0] / "scheduler")
     return dirs
 
 
