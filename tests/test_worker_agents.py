@@ -847,3 +847,26 @@ def test_a_scheduler_record_places_its_job_and_what_cannot_be_used_is_dead_lette
     assert letters[0]["key"] == b"4243" and letters[0]["value"] == b"{not json"
     assert "job 4244: 1 of its 2 hosts are not in cables.csv (ghost-01)" in letters[1]["reason"]
     assert w.processor.counters["placements"] == 2
+
+
+def test_a_scheduler_record_delivered_again_is_no_second_fact_but_a_change_is(
+    tmp_path: Path, scenario: Scenario
+) -> None:
+    """At-least-once delivery: a worker restarted before its offset was committed reads the
+    record again, and the store must not count the placement twice."""
+    w = make_worker(tmp_path, scenario.fabric)
+    a, b = scenario.fabric.hosts()[:2]
+    record = _scontrol("4242", [a, b])
+    ended = record.replace(b"JobState=RUNNING", b"JobState=COMPLETED")
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            for value in (record, record, ended, ended):
+                await agent.put(value, b"4242", topics.RAW_SCHEDULER)
+            await agent.drain()
+
+    run(go())
+    placed = [f for f in decoded(w.facts()) if isinstance(f, JobPlacement)]
+    assert [p.state for p in placed] == ["RUNNING", "COMPLETED"]
+    view = JobView.restore(orjson.loads(w.processor.views_table[b"4242"]))
+    assert view.knows(placed[-1]) and not view.knows(placed[0])

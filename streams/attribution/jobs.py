@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import bisect
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from railtrace.streams import codec
 from railtrace.streams.attribution.pace import Pace
@@ -68,6 +71,9 @@ class JobView:
     #: Whether anything but the scheduler spoke of the job: a placement alone tells where a
     #: job runs, never how it is doing.
     heard: bool = False
+    #: The last placement read at each origin (source, line), as its digest: a scheduler
+    #: record delivered again is no new fact.
+    placements: dict[tuple[str, int], str] = field(default_factory=dict)
     _flows: set[Flow] | None = None
     _stall_floor_ns: int = 2**63
     _peers: set[tuple[str, str | None]] = field(default_factory=set)
@@ -130,6 +136,7 @@ class JobView:
             case Progress():
                 return Change.EVIDENCE if self.pace.add(fact) else Change.NONE
             case JobPlacement():
+                self.placements[fact.origin.source, fact.origin.line_no] = _digest(fact)
                 # The scheduler's hosts: all a job at NCCL_DEBUG=WARN has to place it.
                 known = len(self.hosts)
                 self.hosts.update(h.name for h in fact.hosts)
@@ -142,6 +149,11 @@ class JobView:
                     return Change.NONE
         self._flows = None
         return Change.FLOWS
+
+    def knows(self, placement: JobPlacement) -> bool:
+        """Whether this very placement was read at its origin already (a redelivery)."""
+        at = (placement.origin.source, placement.origin.line_no)
+        return self.placements.get(at) == _digest(placement)
 
     def _evidence(self, into: dict[tuple[str, int], Any], fact: Any, stall_ns: int) -> Change:
         at = _at(fact)
@@ -254,6 +266,7 @@ class JobView:
             "first_ts_ns": self.first_ts_ns,
             "last_ts_ns": self.last_ts_ns,
             "heard": self.heard,
+            "placements": sorted([src, line, d] for (src, line), d in self.placements.items()),
         }
 
     @classmethod
@@ -276,7 +289,12 @@ class JobView:
             view.pace = Pace.restore(snap["pace"])
         view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]
         view.heard = snap.get("heard", True)  # views saved before placements were read: logs
+        view.placements = {(src, line): d for src, line, d in snap.get("placements", [])}
         return view
+
+
+def _digest(placement: JobPlacement) -> str:
+    return hashlib.blake2b(orjson.dumps(codec.encode(placement)), digest_size=12).hexdigest()
 
 
 def _at(fact: CollectiveTimeout | NetError | XidEvent | RasReport | NicEvent) -> tuple[str, int]:

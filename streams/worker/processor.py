@@ -309,6 +309,9 @@ class Processor:
         for placement in read.placements:
             key = placement.job_id.encode()
             verdicts.extend(self._adopt(key))
+            view = self.correlator.job_view(placement.job_id)
+            if view is not None and view.knows(placement):
+                continue  # delivered again (a restart before the offset was committed)
             facts_out[placement.job_id].append(placement)
             verdicts.extend(self.correlator.observe(placement))
             placed.add(key)
