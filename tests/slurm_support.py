@@ -86,3 +86,15 @@ def cluster(home: Path) -> Iterator[Slurm]:
         yield Slurm(home)
     finally:
         subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60, check=False)
+
+
+def two_rail_cables(path: Path, nodes: list[str]) -> None:
+    """cables.csv: each node's two NICs on the rail-0 and rail-1 leaves, both leaves on one
+    spine."""
+    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
+    for i, node in enumerate(nodes, 1):
+        for rail in (0, 1):
+            rows.append(f"{node},dcim.interface,mlx5_{rail},leaf-r{rail},dcim.interface,swp{i}")
+    for rail in (0, 1):
+        rows.append(f"leaf-r{rail},dcim.interface,swp31,spine-1,dcim.interface,swp{rail + 1}")
+    path.write_text("\n".join(rows) + "\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from kafka_support import RAILTRACE, require_broker, stack, stop, wait_drained
-from slurm_support import NODES, Slurm, cluster
+from slurm_support import NODES, Slurm, cluster, two_rail_cables
 
 from railtrace.collectors.emit import Collected
 from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
@@ -153,24 +153,13 @@ def test_slurm_that_cannot_be_read_is_counted_and_reported_not_raised(
     assert asyncio.run(poller.poll_once()) and poller.stats.down_since is None
 
 
-def _cables(path: Path, nodes: list[str]) -> None:
-    """Each node's two NICs on the rail-0 and rail-1 leaves, both leaves on one spine."""
-    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
-    for i, node in enumerate(nodes, 1):
-        for rail in (0, 1):
-            rows.append(f"{node},dcim.interface,mlx5_{rail},leaf-r{rail},dcim.interface,swp{i}")
-    for rail in (0, 1):
-        rows.append(f"leaf-r{rail},dcim.interface,swp31,spine-1,dcim.interface,swp{rail + 1}")
-    path.write_text("\n".join(rows) + "\n")
-
-
 def test_live_a_job_at_nccl_warn_is_placed_from_slurm_and_uncabled_hosts_are_dead_letters(
     slurm: Slurm, tmp_path: Path
 ) -> None:
     require_broker()
     topology = tmp_path / "fabric"
     topology.mkdir()
-    _cables(topology / "cables.csv", NODES[:3])  # gb-n004 is not in the plan
+    two_rail_cables(topology / "cables.csv", NODES[:3])  # gb-n004 is not in the plan
     runs = tmp_path / "runs"
     script = _script(runs)
     with stack(tmp_path, topology) as s:

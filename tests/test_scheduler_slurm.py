@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slurm_support import NODES, Slurm, cluster
+from slurm_support import NODES, Slurm, cluster, two_rail_cables
 
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.streams.logs import parse_lines
@@ -70,17 +70,6 @@ def test_a_real_job_is_placed_alike_from_scontrol_squeue_and_its_env_dump(
     assert [h.name for h in env_dump.hosts] == hosts
 
 
-def _cables(path: Path) -> None:
-    """Each node's two NICs on the rail-0 and rail-1 leaves, both leaves on one spine."""
-    rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
-    for i, node in enumerate(NODES, 1):
-        for rail in (0, 1):
-            rows.append(f"{node},dcim.interface,mlx5_{rail},leaf-r{rail},dcim.interface,swp{i}")
-    for rail in (0, 1):
-        rows.append(f"leaf-r{rail},dcim.interface,swp31,spine-1,dcim.interface,swp{rail + 1}")
-    path.write_text("\n".join(rows) + "\n")
-
-
 def test_a_capture_of_a_real_job_at_nccl_warn_replays_with_its_hosts(
     slurm: Slurm, tmp_path: Path
 ) -> None:
@@ -89,7 +78,7 @@ def test_a_capture_of_a_real_job_at_nccl_warn_replays_with_its_hosts(
     cap = tmp_path / "cap"
     (cap / "logs" / job_id).mkdir(parents=True)
     (cap / "scheduler").mkdir()
-    _cables(cap / "cables.csv")
+    two_rail_cables(cap / "cables.csv", NODES)
     shutil.copy(log, cap / "logs" / job_id / "rank0.log")
     (cap / "scheduler" / "job.txt").write_text(slurm.run("scontrol", "show", "job", "-d", job_id))
     report = replay(open_capture(cap), DiscardSink())
