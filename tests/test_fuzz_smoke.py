@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gates import DELIBERATE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for benchmarks.fuzzing
@@ -151,7 +152,10 @@ def test_api_fails_only_as_known(api_run: Any) -> None:
     [
         pytest.param(sig, marks=pytest.mark.xfail(strict=True, reason=why))
         for sig, why in KNOWN_API.items()
-    ],
+    ]
+    # With no known defect there is nothing to re-check: said so, not an empty parameter set
+    # (pytest's skip for that reads as a missing service).
+    or [pytest.param("", marks=pytest.mark.skip(reason=DELIBERATE + "no API defect is known"))],
 )
 def test_known_api_defect_is_fixed(api_run: Any, signature: str) -> None:
     seen = {api_signature(p): n for p, n in api_run.fig.problems.items()}
