@@ -50,6 +50,12 @@ def broker_answers(bootstrap: str = BOOTSTRAP) -> bool:
         return False
 
 
+def broker_is_ours() -> bool:
+    """Whether the test broker is the one deploy/kafka/kafka.sh runs (on RAILTRACE_KAFKA_PORT),
+    so that a test may stop and restart it."""
+    return f"127.0.0.1:{os.environ.get('RAILTRACE_KAFKA_PORT', '9092')}" == BOOTSTRAP
+
+
 def require_broker() -> str:
     gates.require(
         "kafka",

@@ -15,6 +15,7 @@ import gates
 import pytest
 from kafka_support import (
     Stack,
+    broker_is_ours,
     differences,
     group_offsets,
     require_broker,
@@ -172,9 +173,7 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
 
 def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path) -> None:
     require_broker()
-    # deploy/kafka/kafka.sh restarts the broker it started: the one on RAILTRACE_KAFKA_PORT.
-    ours = f"127.0.0.1:{os.environ.get('RAILTRACE_KAFKA_PORT', '9092')}"
-    if os.environ.get("RAILTRACE_TEST_KAFKA", ours) != ours:
+    if not broker_is_ours():
         gates.deliberately("RAILTRACE_TEST_KAFKA names a broker that is not ours to restart")
     cap = _capture(tmp_path, Fault.LINK_DOWN, 43)
     expected = _embedded(cap)
