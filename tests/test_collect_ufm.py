@@ -28,6 +28,7 @@ from kafka_support import BOOTSTRAP, RAILTRACE, free_port, read_topic, require_b
 from prometheus_client.parser import text_string_to_metric_families
 
 from railtrace.collectors import run
+from railtrace.collectors.backoff import next_delay
 from railtrace.collectors.emit import Collected
 from railtrace.collectors.ufm import (
     SwitchNamesError,
@@ -37,7 +38,7 @@ from railtrace.collectors.ufm import (
     parse_switches_csv,
     prometheus,
 )
-from railtrace.collectors.ufm.collector import UfmCollector, next_delay
+from railtrace.collectors.ufm.collector import UfmCollector
 from railtrace.collectors.ufm.prometheus import parse_text
 from railtrace.settings import Settings
 from railtrace.streams.records import Metric, TelemetryValue
@@ -297,7 +298,10 @@ def test_dead_and_hanging_endpoints_are_counted_and_do_not_stall_the_live_one(
 def test_backoff_grows_per_failure_up_to_its_ceiling() -> None:
     endpoint = UfmEndpoint(name="x", url="http://h", interval_s=10, backoff_max_s=60)
     rng = random.Random(3)
-    delays = [next_delay(endpoint, failures, rng) for failures in (0, 1, 2, 3, 50)]
+    delays = [
+        next_delay(endpoint.interval_s, endpoint.backoff_max_s, failures, rng)
+        for failures in (0, 1, 2, 3, 50)
+    ]
     for got, base in zip(delays, (10, 20, 40, 60, 60), strict=True):
         assert base * 0.9 <= got <= base * 1.1
 

@@ -25,12 +25,12 @@ from typing import Any
 from railtrace.streams import wire
 from railtrace.streams.scheduler import read_placements, split
 
+from ..backoff import next_delay
 from ..emit import Emit, Outgoing
 from .config import SchedulerCollectorConfig
 
 log = logging.getLogger(__name__)
 
-JITTER = 0.1
 #: What scontrol prints, exit 0, when it holds no job.
 NO_JOBS = b"No jobs in the system"
 _JOB_ID = re.compile(rb"JobId=(\S+)")
@@ -104,13 +104,10 @@ class SlurmPoller:
         while True:
             ok = await self.poll_once()
             failures_in_a_row = 0 if ok else failures_in_a_row + 1
-            await asyncio.sleep(self._delay(failures_in_a_row))
-
-    def _delay(self, failures_in_a_row: int) -> float:
-        c = self.config
-        base = c.interval_s * float(2 ** min(failures_in_a_row, 30))
-        base = min(base, max(c.backoff_max_s, c.interval_s))
-        return base * self._rng.uniform(1 - JITTER, 1 + JITTER)
+            c = self.config
+            await asyncio.sleep(
+                next_delay(c.interval_s, c.backoff_max_s, failures_in_a_row, self._rng)
+            )
 
     async def poll_once(self) -> bool:
         """Run the tool once and publish what changed; False (counted, logged) when Slurm

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import orjson
 
+from ..backoff import next_delay
 from ..emit import Emit, Outgoing
 from .config import UfmCollectorConfig, UfmEndpoint
 from .convert import Converted, convert_poll
@@ -28,9 +29,6 @@ from .names import SwitchNames
 from .prometheus import parse_text
 
 log = logging.getLogger(__name__)
-
-#: An interval is stretched or shrunk by up to this share, at random.
-JITTER = 0.1
 
 
 @dataclass
@@ -54,14 +52,6 @@ class EndpointStats:
     emit_failures: int = 0
     last_error: str | None = None
     down_since: float | None = field(default_factory=time.monotonic)
-
-
-def next_delay(endpoint: UfmEndpoint, failures_in_a_row: int, rng: random.Random) -> float:
-    """Seconds to the next poll: the interval, doubled per failure in a row up to
-    `backoff_max_s`, jittered by JITTER either way."""
-    base = endpoint.interval_s * float(2 ** min(failures_in_a_row, 30))
-    base = min(base, max(endpoint.backoff_max_s, endpoint.interval_s))
-    return base * rng.uniform(1 - JITTER, 1 + JITTER)
 
 
 def _ssl(endpoint: UfmEndpoint) -> ssl.SSLContext | bool:
@@ -107,7 +97,10 @@ class UfmCollector:
         while True:
             ok = await self.poll_once(http, endpoint)
             failures_in_a_row = 0 if ok else failures_in_a_row + 1
-            await asyncio.sleep(next_delay(endpoint, failures_in_a_row, self._rng))
+            delay = next_delay(
+                endpoint.interval_s, endpoint.backoff_max_s, failures_in_a_row, self._rng
+            )
+            await asyncio.sleep(delay)
 
     async def poll_once(self, http: aiohttp.ClientSession, endpoint: UfmEndpoint) -> bool:
         """Fetch, translate and emit one endpoint's latest sample; False (counted, logged)
