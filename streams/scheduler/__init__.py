@@ -64,20 +64,18 @@ def _read(source: str, data: bytes, tz: tzinfo) -> PlacementRead:
     text = text.removeprefix("\ufeff")  # a BOM an editor or a Windows share put first
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")) and not slurm_text.looks_like(text):
+        # JSON, unless it is neither a job nor a pod list and the file holds several YAML
+        # documents (the first in JSON's flow style): `chunks.split` sniffs alike.
         as_json = PlacementRead()
         doc = _json(source, text, as_json)
         if doc is not None and slurm_json.looks_like(doc):
             slurm_json.read(source, doc, as_json)
         elif doc is not None and kubernetes.looks_like(doc):
             kubernetes.read(source, doc, as_json)
-        elif not yamldoc.has_documents(text):
-            if doc is not None:
-                as_json.refuse(
-                    source, 0, "JSON, but neither Slurm's `jobs` nor a Kubernetes pod list"
-                )
-            return _joined(out, as_json)
-        else:
+        elif yamldoc.has_documents(text):
             return _joined(out, _yaml(source, text, stripped))
+        elif doc is not None:
+            as_json.refuse(source, 0, "JSON, but neither Slurm's `jobs` nor a Kubernetes pod list")
         return _joined(out, as_json)
     if slurm_text.looks_like(text):
         slurm_text.read(source, text, tz, out)
@@ -109,11 +107,9 @@ def _yaml(source: str, text: str, stripped: str) -> PlacementRead:
     except yamldoc.YamlError as exc:
         out.refuse(source, 0, f"not readable YAML: {exc}", stripped[:200])
         return out
-    pods = [d for d in docs if isinstance(d, dict) and kubernetes.looks_like(d)]
-    if not pods:
+    if not any(isinstance(d, dict) and kubernetes.looks_like(d) for d in docs):
         out.refuse(source, 0, "YAML, but no Kubernetes pod or pod list")
-    items = [p for d in pods for p in ([d] if d.get("kind") == "Pod" else d["items"])]
-    kubernetes.read(source, {"items": items}, out)
+    kubernetes.read(source, {"items": kubernetes.pods_in(docs)}, out)
     return out
 
 

@@ -57,12 +57,7 @@ def split(data: bytes) -> list[Chunk]:
             docs = yamldoc.load(text)
         except yamldoc.YamlError:
             return whole
-        pods = [
-            p
-            for d in docs
-            if isinstance(d, dict) and kubernetes.looks_like(d)
-            for p in ([d] if d.get("kind") == "Pod" else d["items"])
-        ]
+        pods = kubernetes.pods_in(docs)
         return (_items(pods, "items") if pods else None) or whole
     return whole
 

@@ -35,6 +35,17 @@ def looks_like(doc: Any) -> bool:
     )
 
 
+def pods_in(docs: list[Any]) -> list[Any]:
+    """The pods of YAML documents as kubectl prints them: each Pod document, and the items of
+    each pod List; documents of anything else are passed over."""
+    return [
+        p
+        for d in docs
+        if isinstance(d, dict) and looks_like(d)
+        for p in ([d] if d.get("kind") == "Pod" else d["items"])
+    ]
+
+
 def read(source: str, doc: dict[str, Any], into: PlacementRead) -> None:
     """Add a placement for every scheduled pod of `doc` (a List of pods or one Pod); a pod's
     1-based position stands for its line."""
