@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from railtrace.replay import open_capture
+from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.asbuilt import cabled_fabric
 from railtrace.topology.gpunics import TopoError, parse_topo_matrix
+from railtrace.topology.lldp import CablingDifference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
 H100_8NIC = FIXTURES / "nvidia-smi-topo-m-h100-8nic-sglang-30401.txt"
@@ -109,3 +112,32 @@ def test_a_topology_folder_takes_a_default_map_and_per_host_ones(tmp_path: Path)
         in said
     )
     assert f"gpu-nics/{build_fabric(plan).hosts()[1]}.txt: no header row" in said
+
+
+def test_the_fabric_as_cabled_keeps_the_gpu_to_nic_maps() -> None:
+    """A swapped cable moves no GPU: a job judged on the fabric as LLDP shows it cabled keeps
+    its GPUs' NICs."""
+    plan = rail_optimized(64).plan
+    planned = build_fabric(plan)
+    planned.default_gpu_nics = parse_topo_matrix(H100_8NIC.read_text())
+    host = planned.hosts()[0]
+    planned.gpu_nics[host] = parse_topo_matrix(H100_12NIC.read_text())
+    nic0, nic1 = Endpoint(host, "mlx5_0"), Endpoint(host, "mlx5_1")
+    ports = [
+        next(e for e in (planned.links[planned.link_at[n]].a, planned.links[planned.link_at[n]].b)
+             if e != n)
+        for n in (nic0, nic1)
+    ]  # fmt: skip
+    cabled = cabled_fabric(
+        plan,
+        [
+            CablingDifference(ports[0], CablingKind.MISWIRED, nic0, nic1),
+            CablingDifference(ports[1], CablingKind.MISWIRED, nic1, nic0),
+        ],
+        planned,
+    )
+    assert cabled is not None and cabled.as_built
+    assert cabled.default_gpu_nics == planned.default_gpu_nics
+    assert cabled.gpu_nics == planned.gpu_nics
+    other = planned.hosts()[1]
+    assert cabled.job_nics(other, (0, 1)) == ("mlx5_0", "mlx5_1")

@@ -63,12 +63,16 @@ def as_built(
 
 
 def cabled_fabric(
-    plan: CablePlan, differences: Iterable[CablingDifference], addresses: dict[str, Endpoint]
+    plan: CablePlan, differences: Iterable[CablingDifference], planned: Fabric
 ) -> Fabric | None:
-    """The fabric as cabled, with its notes; None when nothing is miswired (the plan holds)."""
+    """The fabric as cabled, with its notes; None when nothing is miswired (the plan holds).
+    What was read beside the plan (`planned`'s NIC addresses, its GPU-to-NIC maps) holds for
+    the cabled fabric too: a swapped cable moves no GPU."""
     built, notes = as_built(plan, differences)
     if not notes:
         return None
-    fabric = build_fabric(built, addresses)
+    fabric = build_fabric(built, planned.address_of)
     fabric.as_built = notes
+    fabric.gpu_nics = dict(planned.gpu_nics)
+    fabric.default_gpu_nics = planned.default_gpu_nics
     return fabric

@@ -34,7 +34,6 @@ class Capture:
     log_files: dict[str, list[Path]] = field(default_factory=dict)
     scheduler_files: list[Path] = field(default_factory=list)
     plan: CablePlan = field(default_factory=CablePlan)
-    addresses: dict[str, Endpoint] = field(default_factory=dict)
     #: What of the capture was left out, and why (a folder under logs/ that is no job id).
     skipped: list[str] = field(default_factory=list)
 
@@ -92,7 +91,7 @@ def open_capture(root: Path) -> Capture:
     scheduler = sorted(
         p for p in scheduler_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
     )
-    return Capture(root, fabric, errors, gnmi, logs, scheduler, plan, addresses, skipped)
+    return Capture(root, fabric, errors, gnmi, logs, scheduler, plan, skipped)
 
 
 def _read_gpu_nics(folder: Path, fabric: Fabric) -> list[str]:

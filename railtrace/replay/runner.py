@@ -124,7 +124,7 @@ def _as_cabled(capture: Capture, lldp: list[LldpUpdate], report: ReplayReport) -
         for remote in remotes
     ]
     report.cabling = check_cabling(capture.plan, seen, set(watches))
-    return cabled_fabric(capture.plan, report.cabling, capture.addresses) or capture.fabric
+    return cabled_fabric(capture.plan, report.cabling, capture.fabric) or capture.fabric
 
 
 def year_hint(capture: Capture) -> int | None:

@@ -481,7 +481,7 @@ class Processor:
             CablingDifference(port, e.kind, e.planned, e.seen)
             for port, e in sorted(self.cabling.items())
         ]
-        fabric = cabled_fabric(self.plan, differences, self.fabric.address_of) or self.fabric
+        fabric = cabled_fabric(self.plan, differences, self.fabric) or self.fabric
         self.correlator.use_fabric(fabric)
         self.history.rekey(fabric.link_at)
         log.info("judging on the fabric as cabled", extra={"miswired": sorted(fabric.as_built)})
