@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -267,26 +268,114 @@ async def read_records(topic: str) -> list[Any]:
         await consumer.stop()
 
 
-def wait_drained(s: Stack, timeout: float = 180) -> None:
-    """Until the workers have consumed the raw topics and the sink everything they wrote."""
+def pipeline_lags(s: Stack) -> dict[str, tuple[int, int]]:
+    """Per stage (telemetry, logs, sink): (messages its consumer group committed, messages in
+    the topics it reads)."""
     prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]
-    telemetry = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1"]
     out = [
         f"{prefix}.{t}"
         for t in ("link-samples.v2", "link-events.v1", "job-facts.v1", "verdicts.v1")
     ]
+    return {
+        "telemetry": group_offsets(
+            f"{app}-telemetry", [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1"]
+        ),
+        "logs": group_offsets(app, [f"{prefix}.raw.logs.v1", f"{prefix}.raw.scheduler.v1"]),
+        "sink": group_offsets(f"{app}-sink", out),
+    }
+
+
+def wait_drained(s: Stack, timeout: float = 180) -> None:
+    """Until the workers have consumed the raw topics and the sink everything they wrote."""
     deadline = time.monotonic() + timeout
     lags: dict[str, int] = {}
     while time.monotonic() < deadline:
-        lags = {
-            "telemetry": group_lag(f"{app}-telemetry", telemetry),
-            "logs": group_lag(app, [f"{prefix}.raw.logs.v1", f"{prefix}.raw.scheduler.v1"]),
-            "sink": group_lag(f"{app}-sink", out),
-        }
+        lags = {stage: total - done for stage, (done, total) in pipeline_lags(s).items()}
         if not any(lags.values()):
             return
         time.sleep(1)
     raise AssertionError(f"the pipeline did not drain in {timeout} s: lags {lags}\n{s.logs()}")
+
+
+def streamed_verdicts(s: Stack, job_ids: list[str]) -> dict[str, Any]:
+    """The API's verdict of each of `job_ids` it has one for."""
+    got: dict[str, Any] = {}
+    for job_id in job_ids:
+        try:
+            got[job_id] = s.get(f"/v1/jobs/{job_id}/verdict")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+    return got
+
+
+#: How long the pipeline may sit still (no consumer group committing anything) before the
+#: verdicts it has stored are taken as its answer.
+STILL_S = 90
+#: The most any one wait takes, however busy the machine: inside pytest's own 600 s per test
+#: (pyproject.toml), with room for the capture and the stack to be made first, so that a wait
+#: that never ends fails with what differs rather than with pytest-timeout's stack dump.
+CEILING_S = 450
+
+
+def wait_for_verdicts(s: Stack, expected: dict[str, Any], name: str) -> dict[str, Any]:
+    """Until the API serves exactly `expected` (job id -> verdict), failing the test with
+    what differs once the pipeline has stopped moving without getting there.
+
+    The deadline follows the pipeline, not the wall clock: while any stage still commits,
+    the wait goes on (a fixed four minutes ran out on a busy machine with the workers
+    still reading), and it ends STILL_S after the last commit. The failure's first line
+    names the jobs and fields that differ (CI shows little more) and the whole process logs
+    are kept in test-artifacts/`name`/."""
+    start = moved = time.monotonic()
+    got: dict[str, Any] = {}
+    position: dict[str, tuple[int, int]] = {}
+    probed = 0.0
+    while True:
+        now = time.monotonic()
+        try:
+            got = streamed_verdicts(s, sorted(expected))
+        except urllib.error.HTTPError:
+            raise  # the API answered, and not with a verdict or a 404
+        except (TimeoutError, ConnectionError, urllib.error.URLError):
+            pass  # the sink busy writing (its API shares the process): ask again
+        else:
+            if got == expected:
+                return got
+        if now - probed >= 5:
+            probed = now
+            latest = pipeline_lags(s)
+            if latest != position:
+                position, moved = latest, now
+        if now - moved > STILL_S or now - start > CEILING_S:
+            break
+        time.sleep(1)
+    lags = {stage: total - done for stage, (done, total) in position.items()}
+    why = f"still for {STILL_S} s" if now - moved > STILL_S else f"still moving at {CEILING_S} s"
+    diff = differences(got, expected)
+    first = brief(diff)
+    kept = s.keep_logs(name)
+    raise AssertionError(
+        f"{len(diff)} of {len(expected)} streamed verdicts differ after "
+        f"{now - start:.0f} s, pipeline {why}, lags {lags}: {first}\n"
+        f"{diff}\nwhole logs in {kept}\n{s.logs()}"
+    )
+
+
+def brief(diff: dict[str, Any]) -> str:
+    """`differences` on one line: per job the fields that differ, with got->wanted values
+    when they are short."""
+    parts = []
+    for job, d in diff.items():
+        if not isinstance(d, dict):
+            parts.append(f"{job}: {'missing' if d[0] is None else 'not expected'}")
+            continue
+        fields = [
+            f"{k}={g!r}->{e!r}" if len(repr(g)) + len(repr(e)) < 60 else k
+            for k, (g, e) in sorted(d.items())
+        ]
+        parts.append(f"{job}: {', '.join(fields)}")
+    return "; ".join(parts)
 
 
 def differences(got: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:

@@ -18,11 +18,10 @@ import pytest
 from kafka_support import (
     BOOTSTRAP,
     RAILTRACE,
-    Stack,
-    differences,
     read_records,
     require_broker,
     stack,
+    wait_for_verdicts,
 )
 
 from railtrace.api.schemas import VerdictOut
@@ -37,35 +36,6 @@ def _embedded(cap: Path) -> dict[str, Any]:
     return {v.job_id: VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts}
 
 
-def _streamed(s: Stack, job_ids: list[str]) -> dict[str, Any]:
-    got: dict[str, Any] = {}
-    for job_id in job_ids:
-        try:
-            got[job_id] = s.get(f"/v1/jobs/{job_id}/verdict")
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                raise
-    return got
-
-
-def _wait_for(s: Stack, expected: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    got: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        try:
-            got = _streamed(s, sorted(expected))
-        except urllib.error.HTTPError:
-            raise  # the API answered, and not with a verdict or a 404
-        except (TimeoutError, ConnectionError, urllib.error.URLError):
-            # The sink busy writing (its API shares the process) on a loaded machine: ask
-            # again until the deadline.
-            continue
-        if got == expected:
-            return got
-        time.sleep(1)
-    return got
-
-
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
     require_broker()
@@ -75,8 +45,7 @@ def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault)
     with stack(tmp_path, cap) as s:
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
-        got = _wait_for(s, expected)
-        assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
+        wait_for_verdicts(s, expected, f"streamed-{fault}")
 
 
 def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
@@ -105,8 +74,7 @@ def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
                 assert done.returncode == 0, done.stderr
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
-        got = _wait_for(s, expected)
-        assert got == expected, f"{differences(got, expected)}\n{s.logs()}"
+        wait_for_verdicts(s, expected, "garbage")
         letters = _consume(f"{prefix}.dead-letters.v1", want=6)
         by_topic: dict[str, list[str]] = {}
         for letter in letters:
