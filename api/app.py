@@ -20,6 +20,7 @@ from railtrace.api.routes import tokens as token_routes
 from railtrace.api.schemas import ErrorOut
 from railtrace.api.tokens import Scope, TokenBook
 from railtrace.store import Store, StoreError
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import PathFinder
 
@@ -44,12 +45,14 @@ def create_app(
     sink: SinkFigures | None = None,
     fabric: Fabric | None = None,
     cors_origins: Sequence[str] = (),
+    profile: AttributionProfile = DEFAULT_PROFILE,
 ) -> FastAPI:
     """An API over `store`; the caller keeps ownership and closes the store after serving.
     Every route but /healthz and /readyz needs a bearer token from `tokens`. `sink`,
     from a process that also runs the sink, adds its write counters and lag to /metrics; `fabric`
     (the cabling plan) serves /v1/topology. `cors_origins` are the browser origins allowed to
-    call it from their pages (none by default)."""
+    call it from their pages (none by default). `profile` is the attribution's settings: the
+    timeline shows the link events of the window its verdicts weighed."""
     app = FastAPI(
         title="railtrace",
         version=__version__,
@@ -58,6 +61,7 @@ def create_app(
     app.state.store = store
     app.state.tokens = tokens
     app.state.fabric = fabric
+    app.state.profile = profile
     app.state.job_links = None if fabric is None else JobLinks(fabric, PathFinder(fabric))
     app.add_exception_handler(StoreError, _store_unavailable)
     strict = Depends(reject_unknown_query)

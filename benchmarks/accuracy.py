@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.settings import Settings
 from railtrace.simulate import Fault, write_capture
 from railtrace.simulate.logs import NCCL_DEBUG_LEVELS
 from railtrace.streams.records import CauseKind, JobState, Verdict
@@ -385,7 +386,10 @@ def run_one(task: Task) -> Incident:
     work = Path(tempfile.mkdtemp(prefix="railtrace-acc-"))
     try:
         truth = write_capture(work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level)
-        report = replay(open_capture(work), DiscardSink())
+        # The attribution profile as a deployment reads it (RAILTRACE_ATTRIBUTION__... or the
+        # config file), so a changed setting is measured by the same run.
+        profile = Settings().attribution
+        report = replay(open_capture(work), DiscardSink(), profile=profile)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     scores = score_incident(truth, report.verdicts)

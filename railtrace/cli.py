@@ -210,7 +210,13 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
                     tasks[stage] = bar.add_task(stage, total=total)
                 bar.advance(tasks[stage], n)
 
-            report = replay(capture, store, batch_rows=settings.store.batch_rows, progress=tick)
+            report = replay(
+                capture,
+                store,
+                profile=settings.attribution,
+                batch_rows=settings.store.batch_rows,
+                progress=tick,
+            )
         # What the store holds now, not what was sent: rows it already had collapse into them.
         stored = {t: store.count(t) - before[t] for t in STORED_TABLES}
     finally:
@@ -392,6 +398,7 @@ def _api_app(
         sink=sink,
         fabric=_api_topology(settings),
         cors_origins=settings.api.cors_origins,
+        profile=settings.attribution,
     )
     if app.state.job_links is not None:
         threading.Thread(
@@ -592,6 +599,34 @@ def jobs(
         console.print(verdict_table(found))
     if _unfinished_replay(settings):
         raise typer.Exit(1)
+
+
+@app.command()
+def profile(
+    ctx: typer.Context,
+    changed: Annotated[
+        bool, typer.Option("--changed", help="Only the settings that differ from the defaults.")
+    ] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="The defaults as the README's table.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the attribution profile in effect: every threshold, weight, window and cadence that
+    link health and attribution judge by (the [attribution] settings), why each default is
+    what it is, and which ones this machine's config file or RAILTRACE_ATTRIBUTION__...
+    variables change. replay, the workers and the API all judge by these."""
+    from railtrace.render import profile_markdown, profile_table
+    from railtrace.streams.attribution.profile import entries
+
+    found = entries(_settings(ctx).attribution)
+    if markdown:
+        console.print(profile_markdown(found), soft_wrap=True, markup=False, highlight=False)
+    elif json_out:
+        rows = [{"setting": e.key, "value": e.value, "default": e.default} for e in found]
+        console.print_json(orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS).decode())
+    else:
+        console.print(profile_table(found, changed_only=changed))
 
 
 @app.command()

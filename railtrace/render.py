@@ -7,6 +7,7 @@ from rich.table import Table
 
 from railtrace.api.schemas import CablingDifferenceOut, EndpointOut, NodeOut, iso_utc
 from railtrace.replay import ReplayReport
+from railtrace.streams.attribution.profile import Entry, shown
 from railtrace.streams.records import DIAGNOSIS_TEXT, CauseKind, JobState, Verdict
 
 _STATE_STYLE = {
@@ -160,3 +161,28 @@ def node_table(found: list[NodeOut]) -> Table:
             n.node, state, n.reason or "-", n.decided_at or "-", str(n.xids), n.last_event_at
         )
     return table
+
+
+def profile_table(found: list[Entry], changed_only: bool = False) -> Table:
+    """The attribution profile in effect: a changed value is shown beside its default."""
+    table = Table(title="Attribution profile", title_justify="left")
+    for column in ("setting", "value", "default", "why"):
+        table.add_column(column, overflow="fold")
+    for e in found:
+        changed = e.value != e.default
+        if changed_only and not changed:
+            continue
+        table.add_row(
+            e.key,
+            f"[bold yellow]{shown(e.value)}[/]" if changed else shown(e.value),
+            shown(e.default) if changed else "",
+            e.reason,
+        )
+    return table
+
+
+def profile_markdown(found: list[Entry]) -> str:
+    """The defaults as the README's attribution page lists them."""
+    rows = ["| setting | default | why |", "|---|---|---|"]
+    rows += [f"| `{e.key}` | {shown(e.default)} | {e.reason.replace('|', '/')} |" for e in found]
+    return "\n".join(rows)

@@ -25,6 +25,7 @@ from railtrace.collectors.hosts.config import LogScraperConfig, XidScraperConfig
 from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
 from railtrace.collectors.snmp.config import SnmpCollectorConfig
 from railtrace.collectors.ufm.config import UfmCollectorConfig
+from railtrace.streams.attribution.profile import AttributionProfile
 
 
 class StoreSettings(BaseModel):
@@ -145,16 +146,6 @@ class CollectSettings(BaseModel):
     scheduler: SchedulerCollectorConfig = Field(default_factory=SchedulerCollectorConfig)
 
 
-class AttributionSettings(BaseModel):
-    """Knobs of the attribution; the defaults are what the accuracy benchmark was run with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    lookback_s: float = Field(default=300.0, gt=0)
-    lookahead_s: float = Field(default=60.0, ge=0)
-    min_confidence: float = Field(default=0.35, ge=0, le=1)
-
-
 class AlertSettings(BaseModel):
     """`railtrace alert`: Slack incoming-webhook alerts (deploy/alerts/README.md).
 
@@ -199,7 +190,7 @@ class Settings(BaseSettings):
 
     store: StoreSettings = StoreSettings()
     api: ApiSettings = ApiSettings()
-    attribution: AttributionSettings = AttributionSettings()
+    attribution: AttributionProfile = AttributionProfile()
     kafka: KafkaSettings = KafkaSettings()
     worker: WorkerSettings = WorkerSettings()
     collect: CollectSettings = CollectSettings()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from railtrace.streams.attribution import Correlator, TimeWindow
+from railtrace.streams.attribution import Correlator
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.records import (
     COUNTER_METRICS,
     JobFact,
@@ -86,12 +87,11 @@ class Pipeline:
     def __init__(
         self,
         fabric: Fabric,
-        window: TimeWindow | None = None,
-        thresholds: Thresholds | None = None,
+        profile: AttributionProfile = DEFAULT_PROFILE,
     ) -> None:
         self.fabric = fabric
-        self.normalizer = Normalizer(thresholds)
-        self.correlator = Correlator(fabric, window)
+        self.normalizer = Normalizer(profile.health)
+        self.correlator = Correlator(fabric, profile)
         self.link_id = PortLinks(fabric)
 
     def on_telemetry(self, value: TelemetryValue) -> Output:

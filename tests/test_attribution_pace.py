@@ -23,14 +23,8 @@ from attribution_support import (
 
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import Change, JobView
-from railtrace.streams.attribution.pace import (
-    BASELINE_REPORTS,
-    SLOW_RATIO,
-    SLOW_REPORTS,
-    WARMUP_REPORTS,
-    Pace,
-)
-from railtrace.streams.attribution.verdicts import MIN_BLAME_SCORE
+from railtrace.streams.attribution.pace import Pace, PaceRules
+from railtrace.streams.attribution.profile import JudgingRules
 from railtrace.streams.records import (
     CauseKind,
     CollectiveTimeout,
@@ -42,6 +36,12 @@ from railtrace.streams.records import (
     Progress,
     Verdict,
 )
+
+# The defaults the settings give: the rules under test.
+RULES = PaceRules()
+WARMUP_REPORTS, BASELINE_REPORTS = RULES.warmup_reports, RULES.baseline_reports
+SLOW_RATIO, SLOW_REPORTS = RULES.slow_ratio, RULES.slow_reports
+MIN_BLAME_SCORE = JudgingRules().min_blame_score
 
 # -- builders -----------------------------------------------------------------------------------
 

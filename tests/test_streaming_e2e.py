@@ -26,13 +26,16 @@ from kafka_support import (
 
 from railtrace.api.schemas import VerdictOut
 from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.settings import Settings
 from railtrace.simulate import Fault, write_capture
+from railtrace.store.chdb_store import ChdbStore
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 
 WATCHDOG_S = 120
 
 
-def _embedded(cap: Path) -> dict[str, Any]:
-    report = replay(open_capture(cap), DiscardSink())
+def _embedded(cap: Path, profile: AttributionProfile = DEFAULT_PROFILE) -> dict[str, Any]:
+    report = replay(open_capture(cap), DiscardSink(), profile=profile)
     return {v.job_id: VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts}
 
 
@@ -46,6 +49,50 @@ def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault)
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
         wait_for_verdicts(s, expected, f"streamed-{fault}")
+
+
+def test_one_changed_attribution_setting_changes_replay_and_live_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause rate that makes a PFC storm, raised past any storm, given once as an
+    environment variable: the library's replay, the `railtrace replay` command and the
+    streaming workers all stop seeing the storm, and all say the same `unknown`."""
+    require_broker()
+    cap = tmp_path / "cap"
+    write_capture(cap, 8, Fault.PFC_STORM, 33, watchdog_s=WATCHDOG_S)
+    setting = {"RAILTRACE_ATTRIBUTION__HEALTH__PFC_PAUSE_PER_S": "1e12"}
+    default = _embedded(cap)
+    for name, value in setting.items():
+        monkeypatch.setenv(name, value)
+    expected = _embedded(cap, Settings().attribution)
+    (stalled,) = [job for job, v in default.items() if v["state"] == "stalled"]
+    assert default[stalled]["cause"]["kind"] == "link", default[stalled]
+    assert expected[stalled]["state"] == "stalled"
+    assert expected[stalled]["cause"]["kind"] == "unknown", expected[stalled]
+    # The command reads the setting as the library was given it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    env |= setting | {"RAILTRACE_STORE__DATA_DIR": str(tmp_path / "embedded")}
+    done = subprocess.run(
+        [RAILTRACE, "replay", str(cap)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    store = ChdbStore(tmp_path / "embedded")
+    try:
+        stored = store.get_verdict(stalled)
+    finally:
+        store.close()
+    assert stored is not None
+    assert VerdictOut.from_record(stored).model_dump(mode="json") == expected[stalled]
+    # And the workers, whose telemetry stage and correlator are both given it.
+    with stack(tmp_path, cap, **setting) as s:
+        published = s.run("replay", str(cap), "--kafka")
+        assert published.returncode == 0, published.stderr
+        wait_for_verdicts(s, expected, "changed-setting")
 
 
 def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(

@@ -34,7 +34,7 @@ from railtrace.settings import KafkaSettings, Settings, WorkerSettings
 from railtrace.simulate.logs import LogFile, job_logs
 from railtrace.simulate.scenario import Fault, Scenario, SimJob, plan_scenario
 from railtrace.streams import wire
-from railtrace.streams.attribution import Correlator, TimeWindow
+from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.records import (
@@ -271,10 +271,7 @@ def healthy(scenario: Scenario) -> JobLogs:
 
 def embedded(sc: Scenario, logs: JobLogs) -> tuple[list[Any], Verdict]:
     """What the core says without the worker: one parser per file, one correlator."""
-    defaults = Settings().attribution
-    correlator = Correlator(
-        sc.fabric, TimeWindow(lookback_s=defaults.lookback_s, lookahead_s=defaults.lookahead_s)
-    )
+    correlator = Correlator(sc.fabric, Settings().attribution)
     facts = []
     for source, lines in logs.files.items():
         parser = LogParser(logs.job_id, source, logs.year)
@@ -562,7 +559,7 @@ def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives
     run(on_b())
 
     facts, _ = embedded(scenario, hung)
-    correlator = Correlator(scenario.fabric, TimeWindow(**_window()))
+    correlator = Correlator(scenario.fabric, Settings().attribution)
     correlator.observe(down)
     for fact in facts:
         correlator.observe(fact)
@@ -570,11 +567,6 @@ def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives
     assert expected.cause_link == scenario.fault_link
     assert published_by_a != expected, "A already knew: the test would prove nothing"
     assert [v for v in decoded(b.verdicts())] == [expected]
-
-
-def _window() -> dict[str, float]:
-    defaults = Settings().attribution
-    return {"lookback_s": defaults.lookback_s, "lookahead_s": defaults.lookahead_s}
 
 
 def test_a_garbled_line_inside_a_good_message_is_dead_lettered_and_its_neighbours_parsed(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 from railtrace.api.deps import JobId, Limit, Offset, StateFilter, StoreDep
 from railtrace.api.schemas import EvidenceOut, JobListOut, JobSummaryOut, TimelineOut, VerdictOut
 from railtrace.store.rows import EVENT_FACT_KINDS
-from railtrace.streams.attribution import TimeWindow, evidence
+from railtrace.streams.attribution import AttributionProfile, evidence
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -35,14 +35,9 @@ def get_verdict(store: StoreDep, job_id: JobId) -> VerdictOut:
     return VerdictOut.from_record(verdict)
 
 
-#: How far before a stall the timeline looks for link events: the attribution's default
-#: lookback, so the timeline shows at least what the verdict weighed.
-LINK_LOOKBACK_NS = int(TimeWindow().lookback_s * 1e9)
-
-
 @router.get("/{job_id}/timeline", responses={404: {"description": "Nothing stored for this job."}})
 def get_timeline(
-    store: StoreDep, job_id: JobId, limit: Limit = 100, offset: Offset = 0
+    request: Request, store: StoreDep, job_id: JobId, limit: Limit = 100, offset: Offset = 0
 ) -> TimelineOut:
     """Every event that led to the job's verdict, in order: what its logs reported and what
     happened on the links its verdict weighed, from before the stall until the verdict."""
@@ -61,10 +56,14 @@ def get_timeline(
         marks = (verdict.stalled_at_ns, verdict.decided_at_ns)
         times = [e.ts_ns for e in (*lines, *verdict.evidence)] + [t for t in marks if t]
         if times:
+            # From as far before the stall as the attribution looks, so the timeline shows at
+            # least what the verdict weighed.
+            profile: AttributionProfile = request.app.state.profile
+            lookback_ns = int(profile.window.lookback_s * 1e9)
             lines += [
                 evidence.link_event(e, lid)
                 for e, lid in store.link_events_between(
-                    sorted(links), min(times) - LINK_LOOKBACK_NS, max(times)
+                    sorted(links), min(times) - lookback_ns, max(times)
                 )
             ]
     lines.sort(key=lambda e: (e.ts_ns, e.source, e.kind, e.subject))

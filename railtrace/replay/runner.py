@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from railtrace.replay.capture import Capture
-from railtrace.streams.attribution import TimeWindow
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.logs import LogParser
 from railtrace.streams.pipeline import Pipeline
 from railtrace.streams.records import (
@@ -231,7 +231,7 @@ def replay(
     capture: Capture,
     sink: Sink,
     *,
-    window: TimeWindow | None = None,
+    profile: AttributionProfile = DEFAULT_PROFILE,
     batch_rows: int = 50_000,
     progress: Progress | None = None,
 ) -> ReplayReport:
@@ -249,7 +249,7 @@ def replay(
     report.decode_s = time.perf_counter() - started
 
     fabric = _as_cabled(capture, decoded.lldp, report)
-    pipeline = Pipeline(fabric, window)
+    pipeline = Pipeline(fabric, profile)
     out = _Batches(sink, batch_rows)
     total = report.telemetry_values + report.facts
     step = max(1, total // 200)

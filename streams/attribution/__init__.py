@@ -1,10 +1,12 @@
 """Attribution: which link (or node) explains a job's stall, scored in event time.
 
-`Correlator` is the stateful entry point; `scoring` holds every weight; `verdicts` turns
-observations into a ranked verdict. Pure: no I/O, no clocks.
+`Correlator` is the stateful entry point; `profile` holds every tunable (the settings'
+`[attribution]` section); `scoring` the weights; `verdicts` turns observations into a ranked
+verdict. Pure: no I/O, no clocks.
 """
 
 from railtrace.streams.attribution.correlator import Correlator, CorrelatorStats
+from railtrace.streams.attribution.profile import AttributionProfile
 from railtrace.streams.attribution.scoring import TimeWindow
 
-__all__ = ["Correlator", "CorrelatorStats", "TimeWindow"]
+__all__ = ["AttributionProfile", "Correlator", "CorrelatorStats", "TimeWindow"]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import LinkEventSource, LinkHistory
 from railtrace.streams.attribution.jobs import Change, JobView
-from railtrace.streams.attribution.scoring import TimeWindow
+from railtrace.streams.attribution.pace import Pace
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.attribution.verdicts import (
     Observations,
     build_verdict,
@@ -43,9 +44,6 @@ from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 TROUBLED = (JobState.STALLED, JobState.SLOW)
 #: Anomalies that a job visibly survives when it keeps reporting steps after them.
 STATE_CHANGES = frozenset({LinkEventKind.DOWN, LinkEventKind.FLAP, LinkEventKind.UP})
-#: Room for the hosts' and switches' clocks to disagree, and for a log shipper's stamp to be
-#: late, when a step report is held against a link's state change.
-SURVIVAL_SLACK_NS = 2 * 1_000_000_000
 NS = 1_000_000_000
 
 
@@ -76,13 +74,13 @@ class Correlator:
     def __init__(
         self,
         fabric: Fabric,
-        window: TimeWindow | None = None,
+        profile: AttributionProfile = DEFAULT_PROFILE,
         history: LinkEventSource | None = None,
         paths: PathFinder | None = None,
     ) -> None:
         self.fabric = fabric
         self.paths = paths or PathFinder(fabric)
-        self.window = window or TimeWindow()
+        self.profile = profile
         self.stats = CorrelatorStats()
         self.local_history = LinkHistory() if history is None else None
         self.history: LinkEventSource = self.local_history or history  # type: ignore[assignment]
@@ -161,7 +159,8 @@ class Correlator:
         self.stats.facts += 1
         job = self._jobs.get(fact.job_id)
         if job is None:
-            job = self._jobs[fact.job_id] = _Job(JobView(fact.job_id))
+            view = JobView(fact.job_id, pace=Pace(rules=self.profile.pace))
+            job = self._jobs[fact.job_id] = _Job(view)
         change = job.view.add(fact)
         job.judged_at = None  # the timer judges it again, whatever this fact changed
         if change & Change.FLOWS:
@@ -253,7 +252,7 @@ class Correlator:
         now = self.now_ns if upto_ns is None else upto_ns
         if corroborated is None:
             corroborated = self._corroborated(view)
-        stalled_at = stall_time(view, upto_ns)
+        stalled_at = stall_time(view, upto_ns, self.profile)
         if stalled_at is not None:
             return self._judge(job, stalled_at, upto_ns, corroborated, JobState.STALLED, ())
         pace = view.pace
@@ -283,8 +282,9 @@ class Correlator:
         pace_evidence: tuple[Evidence, ...],
     ) -> Verdict:
         weights = self._job_weights(job)
-        lo = since - int(self.window.lookback_s * NS)
-        hi = since + int(self.window.lookahead_s * NS)
+        window = self.profile.window
+        lo = since - int(window.lookback_s * NS)
+        hi = since + int(window.lookahead_s * NS)
         if upto_ns is not None:
             hi = min(hi, upto_ns)
         # A job that kept its pace for a full interval after an anomaly began was not slowed
@@ -307,11 +307,12 @@ class Correlator:
         victims, sources = self._pfc_spread(events, lo, hi)
         obs = Observations(weights, events, seen, victims, sources, job.inferred)
         return build_verdict(
-            job.view, obs, self.fabric, self.window, since, upto_ns, state, pace_evidence
+            job.view, obs, self.fabric, self.profile, since, upto_ns, state, pace_evidence
         )
 
-    @staticmethod
-    def _survived_until(view: JobView, since: int, upto_ns: int | None, slow: bool = False) -> int:
+    def _survived_until(
+        self, view: JobView, since: int, upto_ns: int | None, slow: bool = False
+    ) -> int:
         """Before this time an anomaly cannot explain the trouble that began at `since`: the
         job went on making progress after it (its traffic took another path, the link came
         back, the errors did not touch it). 0 without reports.
@@ -335,7 +336,8 @@ class Correlator:
             return 0
         # One whole step vouched for; without step numbers, the whole interval.
         step = pace.step_ns(since)
-        vouched = interval if step is None else min(interval, step + SURVIVAL_SLACK_NS)
+        slack = int(self.profile.judging.survival_slack_s * NS)
+        vouched = interval if step is None else min(interval, step + slack)
         return max(progressed) - vouched
 
     def _pfc_spread(

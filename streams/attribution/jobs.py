@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from railtrace.streams import codec
-from railtrace.streams.attribution.pace import Pace
+from railtrace.streams.attribution.pace import DEFAULT_RULES, Pace, PaceRules
 from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
@@ -270,10 +270,12 @@ class JobView:
         }
 
     @classmethod
-    def restore(cls, snap: dict[str, Any]) -> JobView:
+    def restore(cls, snap: dict[str, Any], pace_rules: PaceRules = DEFAULT_RULES) -> JobView:
+        """The view `snapshot` saved, reading step reports by `pace_rules` (the settings'
+        rules, which a snapshot does not carry)."""
         if snap.get("v") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown JobView snapshot version {snap.get('v')!r}")
-        view = cls(snap["job_id"])
+        view = cls(snap["job_id"], pace=Pace(rules=pace_rules))
         for host, pid, devs in snap["net_devs"]:
             view.net_devs[host, pid] = tuple(codec.decode(d, NetDevice) for d in devs)
         view.rank_host = {(c, r): h for c, r, h in snap["rank_host"]}
@@ -286,7 +288,7 @@ class JobView:
         # absent from views saved before GPU indexes were kept
         view.host_gpus = {h: tuple(g) for h, g in snap.get("host_gpus", [])}
         if "pace" in snap:  # absent from views saved before step reports were read
-            view.pace = Pace.restore(snap["pace"])
+            view.pace = Pace.restore(snap["pace"], pace_rules)
         view.first_ts_ns, view.last_ts_ns = snap["first_ts_ns"], snap["last_ts_ns"]
         view.heard = snap.get("heard", True)  # views saved before placements were read: logs
         view.placements = {(src, line): d for src, line, d in snap.get("placements", [])}

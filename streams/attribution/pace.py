@@ -13,24 +13,58 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from railtrace.streams.records import Progress
 
-#: The first reports are skipped: compilation, data loader warm-up and the first checkpoint
-#: make them slow on a healthy job.
-WARMUP_REPORTS = 2
-#: Reports after the warm-up whose median is the job's normal pace.
-BASELINE_REPORTS = 8
-#: A report at least this much slower than normal is a slow one.
-SLOW_RATIO = 1.2
-#: Consecutive slow reports that make a slowdown: one or two are a hiccup (an evaluation pass,
-#: a checkpoint save), three in a row are how a gray link shows.
-SLOW_REPORTS = 3
-#: Recent report times kept, enough to know the reporting interval and the last report.
-RECENT_REPORTS = 16
-#: A job is overdue when no report came for this many of its usual intervals...
-OVERDUE_INTERVALS = 3.0
-#: ...and at least this long, so a job reporting every second is not overdue after three.
-OVERDUE_MIN_S = 30.0
+
+class PaceRules(BaseModel):
+    """How step reports are read: the `attribution.pace` section of the settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warmup_reports: int = Field(
+        default=2,
+        ge=0,
+        description="First reports skipped: compilation, data loader warm-up and the first "
+        "checkpoint make them slow on a healthy job.",
+    )
+    baseline_reports: int = Field(
+        default=8,
+        ge=1,
+        description="Reports after the warm-up whose median is the job's normal pace.",
+    )
+    slow_ratio: float = Field(
+        default=1.2,
+        gt=1.0,
+        description="A report at least this much slower than normal is a slow one.",
+    )
+    slow_reports: int = Field(
+        default=3,
+        ge=1,
+        description="Consecutive slow reports that make a slowdown: one or two are a hiccup "
+        "(an evaluation pass, a checkpoint save), three in a row are how a gray link shows.",
+    )
+    recent_reports: int = Field(
+        default=16,
+        ge=4,
+        description="Recent report times kept, enough to know the reporting interval and the "
+        "last report.",
+    )
+    overdue_intervals: float = Field(
+        default=3.0,
+        gt=1.0,
+        description="A job is overdue when no report came for this many of its usual intervals...",
+    )
+    overdue_min_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="...and at least this long, so a job reporting every second is not "
+        "overdue after three.",
+    )
+
+
+DEFAULT_RULES = PaceRules()
 NS = 1_000_000_000
 
 
@@ -54,7 +88,7 @@ class Pace:
     steps: list[int] = field(default_factory=list)  # the step each of `recent` reported
     run_start_ns: int | None = None  # first report of the current run of slow ones
     run_len: int = 0
-    slow_since_ns: int | None = None  # start of a slowdown, once SLOW_REPORTS confirmed it
+    slow_since_ns: int | None = None  # start of a slowdown, once enough slow reports confirmed it
     slow_confirmed_ns: int | None = None  # the report that confirmed it
     last_ratio: float = 0.0
     peak_ratio: float = 0.0
@@ -63,6 +97,7 @@ class Pace:
     # reports of a long slowdown no longer reach back to its onset.
     onset_prev_ns: int | None = None
     onset_interval_ns: int | None = None
+    rules: PaceRules = DEFAULT_RULES  # not saved: the settings give it on restore
 
     def add(self, p: Progress) -> bool:
         """Take one report; True when it started or ended a slowdown."""
@@ -71,26 +106,26 @@ class Pace:
             return False
         self.recent.append(p.ts_ns)
         self.steps.append(p.step)
-        del self.recent[:-RECENT_REPORTS]
-        del self.steps[:-RECENT_REPORTS]
+        del self.recent[: -self.rules.recent_reports]
+        del self.steps[: -self.rules.recent_reports]
         self.finished = p.total_steps is not None and p.step >= p.total_steps
         self.seen += 1
-        if self.seen <= WARMUP_REPORTS:
+        if self.seen <= self.rules.warmup_reports:
             return False
-        if len(self.baseline) < BASELINE_REPORTS:
+        if len(self.baseline) < self.rules.baseline_reports:
             self.baseline.append(value)
             return False
         ratio = value / self.normal if self.normal else 0.0
         self.last_ratio = ratio
         was_slow = self.slow_since_ns is not None
-        if ratio >= SLOW_RATIO:
+        if ratio >= self.rules.slow_ratio:
             if self.run_start_ns is None:
                 self.run_start_ns = p.ts_ns
                 self.run_len = 0
                 self.onset_prev_ns = self.recent[-2] if len(self.recent) > 1 else None
                 self.onset_interval_ns = self.interval_ns(self.onset_prev_ns)
             self.run_len += 1
-            if self.run_len == SLOW_REPORTS and not was_slow:
+            if self.run_len == self.rules.slow_reports and not was_slow:
                 self.slow_since_ns, self.slow_confirmed_ns = self.run_start_ns, p.ts_ns
                 self.peak_ratio = ratio
                 return True
@@ -107,7 +142,7 @@ class Pace:
     @property
     def normal(self) -> float | None:
         """The job's normal pace, once the baseline reports are in."""
-        if len(self.baseline) < BASELINE_REPORTS:
+        if len(self.baseline) < self.rules.baseline_reports:
             return None
         return statistics.median(self.baseline)
 
@@ -152,7 +187,10 @@ class Pace:
         interval = self.interval_ns(upto_ns)
         if not times or interval is None:
             return None
-        return times[-1] + max(int(OVERDUE_INTERVALS * interval), int(OVERDUE_MIN_S * NS))
+        rules = self.rules
+        return times[-1] + max(
+            int(rules.overdue_intervals * interval), int(rules.overdue_min_s * NS)
+        )
 
     def stopped(self, now_ns: int) -> int | None:
         """Time of the last report if the job has been silent too long at `now_ns`, else None
@@ -178,8 +216,9 @@ class Pace:
         }
 
     @classmethod
-    def restore(cls, snap: dict[str, Any]) -> Pace:
+    def restore(cls, snap: dict[str, Any], rules: PaceRules = DEFAULT_RULES) -> Pace:
         return cls(
+            rules=rules,
             seen=int(snap["seen"]),
             baseline=[float(v) for v in snap["baseline"]],
             recent=[int(t) for t in snap["recent"]],

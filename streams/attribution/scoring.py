@@ -7,135 +7,195 @@ against this file and the README's attribution page. Every figure here is a docu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from railtrace.streams.records import LinkEventKind
 
-#: How strongly each kind of link anomaly, on its own, suggests a fault that stops traffic.
-#: A link that went down stops every flow on it; a flap or uncorrectable FEC drops packets until
-#: RDMA gives up; a PFC storm may be a victim of congestion elsewhere; a traffic drop is what
-#: every link of a hung job shows, so it is evidence of the hang, not of its cause. A port
-#: sending pauses (PFC_PAUSING) is congested by something further on: never the source itself.
-KIND_WEIGHT: dict[LinkEventKind, float] = {
-    LinkEventKind.DOWN: 1.0,
-    LinkEventKind.FLAP: 0.95,
-    LinkEventKind.FEC_UNCORRECTABLE: 0.75,
-    LinkEventKind.ERROR_BURST: 0.7,
-    LinkEventKind.RX_POWER_LOW: 0.45,
-    LinkEventKind.SPEED_DOWN: 0.5,
-    LinkEventKind.PFC_STORM: 0.45,
-    LinkEventKind.PFC_PAUSING: 0.15,
-    # A counter that fell (a reboot, `clear counters`, a switch whose counters run backwards)
-    # says nothing about the link carrying traffic: never evidence of a fault.
-    LinkEventKind.COUNTER_RESET: 0.0,
-    LinkEventKind.TRAFFIC_DROP: 0.1,
-    LinkEventKind.UP: 0.0,
-}
-
-#: For a job that slowed down rather than stopped, what differs from KIND_WEIGHT: a link that
-#: went down stops what it carries, so it slows a job only while traffic moves elsewhere,
-#: while errors at a low rate, or a lower negotiated speed, are exactly how a gray link slows
-#: one.
-SLOW_KIND_WEIGHT: dict[LinkEventKind, float] = {
-    LinkEventKind.SPEED_DOWN: 0.9,
-    LinkEventKind.DOWN: 0.4,
-    LinkEventKind.FLAP: 0.6,
-    LinkEventKind.TRAFFIC_DROP: 0.0,
-}
-
-#: Xid codes (NVIDIA's Xid catalogue) by how surely they stop a GPU taking part in collectives.
-XID_WEIGHT: dict[int, float] = {
-    79: 1.0,  # GPU has fallen off the bus
-    48: 0.95,  # double-bit ECC error
-    94: 0.8,  # contained ECC error
-    95: 0.95,  # uncontained ECC error
-    63: 0.7,  # ECC page retirement / row remap event
-    64: 0.9,  # ECC page retirement / row remap failure
-    74: 0.9,  # NVLink error
-    119: 0.85,  # GSP RPC timeout
-    120: 0.85,  # GSP error
-    13: 0.5,  # graphics engine exception (often the application)
-    31: 0.5,  # GPU memory page fault (often the application)
-    43: 0.4,  # GPU stopped processing
-    45: 0.1,  # preemptive cleanup: a consequence of another error
-}
-DEFAULT_XID_WEIGHT = 0.4
-#: An Xid at least this severe on a job's host is itself evidence that the job stalled.
-XID_STALL_THRESHOLD = 0.8
-
-#: For anomalies measured as a rate, the rate at which the kind's weight applies as it stands;
-#: each tenfold above it adds a sixth of the weight (up to half again): a pause storm of
-#: millions of frames a second says more than one just over the threshold.
-MAGNITUDE_REFERENCE: dict[LinkEventKind, float] = {
-    LinkEventKind.PFC_STORM: 5000.0,
-    LinkEventKind.PFC_PAUSING: 5000.0,
-    LinkEventKind.ERROR_BURST: 1.0,
-    LinkEventKind.FEC_UNCORRECTABLE: 1.0,
-}
+K = LinkEventKind
 
 
-def kind_weight(kind: LinkEventKind, value: float, slow: bool = False) -> float:
-    """Weight of one anomaly, with its magnitude where it has one, capped at 1; `slow` when
-    it is to explain a slowdown rather than a stall.
+class ScoringRules(BaseModel):
+    """How much one observation explains a stall: the `attribution.scoring` section of the
+    settings. Every figure is a documented default (the README's attribution page)."""
 
-    >>> kind_weight(LinkEventKind.PFC_STORM, 5000.0), kind_weight(LinkEventKind.PFC_STORM, 5e6)
-    (0.45, 0.675)
-    >>> kind_weight(LinkEventKind.DOWN, 0.0), kind_weight(LinkEventKind.DOWN, 0.0, slow=True)
-    (1.0, 0.4)
-    """
-    base = SLOW_KIND_WEIGHT.get(kind, KIND_WEIGHT[kind]) if slow else KIND_WEIGHT[kind]
-    ref = MAGNITUDE_REFERENCE.get(kind)
-    if ref is None or value <= ref:
-        return base
-    return round(min(1.0, base * (1.0 + min(0.5, math.log10(value / ref) / 6.0))), 4)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind_weight: dict[LinkEventKind, float] = Field(
+        default={
+            K.DOWN: 1.0,
+            K.FLAP: 0.95,
+            K.FEC_UNCORRECTABLE: 0.75,
+            K.ERROR_BURST: 0.7,
+            K.RX_POWER_LOW: 0.45,
+            K.SPEED_DOWN: 0.5,
+            K.PFC_STORM: 0.45,
+            K.PFC_PAUSING: 0.15,
+            K.COUNTER_RESET: 0.0,
+            K.TRAFFIC_DROP: 0.1,
+            K.UP: 0.0,
+        },
+        description="How strongly each kind of link anomaly, on its own, suggests a fault "
+        "that stops traffic. A link that went down stops every flow on it; a flap or "
+        "uncorrectable FEC drops packets until RDMA gives up; a PFC storm may be a victim of "
+        "congestion elsewhere; a traffic drop is what every link of a hung job shows (evidence "
+        "of the hang, not of its cause); a port sending pauses is congested by something "
+        "further on; a counter that fell (a reboot, `clear counters`) says nothing about the "
+        "link carrying traffic. Every kind must have a weight.",
+    )
+    slow_kind_weight: dict[LinkEventKind, float] = Field(
+        default={K.SPEED_DOWN: 0.9, K.DOWN: 0.4, K.FLAP: 0.6, K.TRAFFIC_DROP: 0.0},
+        description="For a job that slowed rather than stopped, what differs from "
+        "kind_weight: a link that went down slows a job only while traffic moves elsewhere, "
+        "while errors at a low rate or a lower negotiated speed are how a gray link slows one.",
+    )
+    magnitude_reference: dict[LinkEventKind, float] = Field(
+        default={
+            K.PFC_STORM: 5000.0,
+            K.PFC_PAUSING: 5000.0,
+            K.ERROR_BURST: 1.0,
+            K.FEC_UNCORRECTABLE: 1.0,
+        },
+        description="For anomalies measured as a rate, the rate at which the kind's weight "
+        "applies as it stands; each tenfold above it adds a sixth of the weight (up to half "
+        "again): a pause storm of millions of frames a second says more than one just over "
+        "the threshold.",
+    )
+    xid_weight: dict[int, float] = Field(
+        default={
+            79: 1.0,  # GPU has fallen off the bus
+            48: 0.95,  # double-bit ECC error
+            94: 0.8,  # contained ECC error
+            95: 0.95,  # uncontained ECC error
+            63: 0.7,  # ECC page retirement / row remap event
+            64: 0.9,  # ECC page retirement / row remap failure
+            74: 0.9,  # NVLink error
+            119: 0.85,  # GSP RPC timeout
+            120: 0.85,  # GSP error
+            13: 0.5,  # graphics engine exception (often the application)
+            31: 0.5,  # GPU memory page fault (often the application)
+            43: 0.4,  # GPU stopped processing
+            45: 0.1,  # preemptive cleanup: a consequence of another error
+        },
+        description="Xid codes (NVIDIA's Xid catalogue) by how surely they stop a GPU taking "
+        "part in collectives: 79 (fallen off the bus) 1.0, ECC and NVLink errors 0.8-0.95, "
+        "GSP errors 0.85, application-caused exceptions 0.5, 45 (cleanup after another "
+        "error) 0.1.",
+    )
+    default_xid_weight: float = Field(
+        default=0.4, ge=0, le=1, description="An Xid not in xid_weight."
+    )
+    xid_stall_threshold: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="An Xid at least this severe on a job's host is itself evidence that the "
+        "job stalled.",
+    )
+    corroboration_boost: float = Field(
+        default=1.5,
+        ge=1,
+        description="A link whose anomaly matches a transport error NCCL reported against it "
+        "(the peer address lies at its far end) gains this factor.",
+    )
+    idle_member_factor: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="An ECMP member the job might use whose traffic did not collapse when the "
+        "job stopped, while other links of the job did, was not carrying the job; its "
+        "anomaly stays a candidate scaled by this, so a spine link that went down at the "
+        "same moment is not blamed for a hang it cannot have caused. Without any traffic "
+        "drop on the job's links, nothing tells members apart and they keep full weight.",
+    )
+    inferred_paths_factor: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="A job whose NCCL printed no channels (NCCL_DEBUG unset or WARN) is placed "
+        "from its hosts alone, every pair on each rail taken as talking: its link candidates "
+        "are scaled by this, so the same fault is blamed with less confidence than when the "
+        "channels show the job's flows on the link.",
+    )
+    pfc_victim_factor: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="A port paused by a switch that is itself paused on another port is a "
+        "victim of spreading pauses; its storm is scaled by this, so the port where the "
+        "pauses start is the one blamed.",
+    )
+    pfc_source_boost: float = Field(
+        default=1.4,
+        ge=1,
+        description="The port where a spread of pauses starts, found by following them back "
+        "from the victims among the job's links, gains this factor: many victims pointing "
+        "at one port is strong evidence that its peer (usually a NIC that stopped draining) "
+        "is the cause.",
+    )
+
+    @model_validator(mode="after")
+    def _every_kind_weighed(self) -> ScoringRules:
+        missing = sorted(str(k) for k in LinkEventKind if k not in self.kind_weight)
+        if missing:
+            raise ValueError(f"kind_weight has no weight for {', '.join(missing)}")
+        return self
+
+    def xid(self, xid: int) -> float:
+        """How surely Xid `xid` takes its GPU out of the job."""
+        return self.xid_weight.get(xid, self.default_xid_weight)
+
+    def kind(self, kind: LinkEventKind, value: float, slow: bool = False) -> float:
+        """Weight of one anomaly, with its magnitude where it has one, capped at 1; `slow`
+        when it is to explain a slowdown rather than a stall.
+
+        >>> r = ScoringRules()
+        >>> r.kind(LinkEventKind.PFC_STORM, 5000.0), r.kind(LinkEventKind.PFC_STORM, 5e6)
+        (0.45, 0.675)
+        >>> r.kind(LinkEventKind.DOWN, 0.0), r.kind(LinkEventKind.DOWN, 0.0, slow=True)
+        (1.0, 0.4)
+        """
+        base = self.kind_weight[kind]
+        if slow:
+            base = self.slow_kind_weight.get(kind, base)
+        ref = self.magnitude_reference.get(kind)
+        if ref is None or value <= ref:
+            return base
+        return round(min(1.0, base * (1.0 + min(0.5, math.log10(value / ref) / 6.0))), 4)
 
 
-#: A link whose anomaly came from a transport error NCCL reported against it (the peer address
-#: lies at its far end) gains this factor.
-CORROBORATION_BOOST = 1.5
-
-#: An ECMP member the job might use (crossing probability below 1) whose traffic did not
-#: collapse when the job stopped, while other links of the job did, was not carrying the job:
-#: a member carrying a stalled job's flow loses its traffic with it (the correlator then
-#: passes probability 1). Its anomaly stays a candidate, scaled by this, so a spine link that
-#: went down at the same moment is not blamed for a hang it cannot have caused. Without any
-#: traffic drop on the job's links (telemetry without rates), nothing tells members apart and
-#: they keep their full weight.
-IDLE_MEMBER_FACTOR = 0.3
+DEFAULT_RULES = ScoringRules()
 
 
-#: A job whose NCCL printed no channels (NCCL_DEBUG unset or WARN) is placed from its hosts
-#: alone, and every pair of them on each rail is taken as talking (topology.PathFinder's
-#: mesh_links): links it may not use at all become candidates with full weight. Its link
-#: candidates are scaled by this, so the same fault is blamed with less confidence than when
-#: the channels show the job's flows on the link.
-INFERRED_PATHS_FACTOR = 0.8
-
-
-#: Pause frames spread upstream: a switch paused on one port fills its buffers and pauses the
-#: ports feeding it, which pause theirs. A port paused by a switch that is itself paused on
-#: another port is a victim of that spread; its storm is scaled by this, so the port where the
-#: pauses start (paused by a host NIC, or by a switch nobody pauses) is the one blamed.
-PFC_VICTIM_FACTOR = 0.25
-#: The port where such a spread starts, found by following the pauses back from the victims
-#: among the job's links, gains this factor: many victims pointing at one port is strong
-#: evidence that its peer (usually a NIC that stopped draining) is the cause.
-PFC_SOURCE_BOOST = 1.4
-
-
-@dataclass(frozen=True, slots=True)
-class TimeWindow:
-    """Anomalies count fully at the stall and fade with distance from it.
+class TimeWindow(BaseModel):
+    """Anomalies count fully at the stall and fade with distance from it: the
+    `attribution.window` section of the settings.
 
     Before the stall the fade is slow (a fault is first seen, then NCCL's transport retries
     run out); after it, fast (telemetry lags the fault by at most a sampling interval, so a
     much later anomaly is more likely a consequence than the cause).
     """
 
-    lookback_s: float = 300.0
-    lookahead_s: float = 60.0
-    tau_before_s: float = 90.0
-    tau_after_s: float = 30.0
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lookback_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Anomalies up to this long before a stall are candidates: RDMA retries and "
+        "NCCL's own timeouts take minutes to turn a fault into a hang.",
+    )
+    lookahead_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="...and up to this long after it: telemetry sampled every 10-30 s reports "
+        "a fault after the job has already stopped.",
+    )
+    tau_before_s: float = Field(
+        default=90.0, gt=0, description="How fast the weight fades before the stall (e-fold)."
+    )
+    tau_after_s: float = Field(
+        default=30.0, gt=0, description="How fast the weight fades after the stall (e-fold)."
+    )
 
     def factor(self, event_ns: int, stall_ns: int) -> float:
         """Weight of an anomaly at `event_ns` for a stall at `stall_ns`, 0 outside the window.

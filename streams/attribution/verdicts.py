@@ -11,21 +11,8 @@ from dataclasses import dataclass, field
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
-from railtrace.streams.attribution.scoring import (
-    CORROBORATION_BOOST,
-    DEFAULT_XID_WEIGHT,
-    IDLE_MEMBER_FACTOR,
-    INFERRED_PATHS_FACTOR,
-    PFC_SOURCE_BOOST,
-    PFC_VICTIM_FACTOR,
-    XID_STALL_THRESHOLD,
-    XID_WEIGHT,
-    TimeWindow,
-    combine,
-    confidence,
-    kind_weight,
-    path_factor,
-)
+from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
+from railtrace.streams.attribution.scoring import combine, confidence, path_factor
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
@@ -42,13 +29,7 @@ from railtrace.streams.records import (
 from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
 
-#: Below this score nothing is blamed: the verdict says `unknown` rather than guess.
-MIN_BLAME_SCORE = 0.2
-MAX_CANDIDATES = 5
-MAX_EVIDENCE = 12
-#: A traffic drop this long before the estimated stall still counts as the job's traffic
-#: stopping with it: the estimate can be late by up to a sampling interval.
-DROP_SLACK_NS = 15 * 1_000_000_000
+NS = 1_000_000_000
 #: Anomalies that a link shows because of trouble elsewhere (see `_link_candidate`).
 CONSEQUENCES = frozenset({LinkEventKind.TRAFFIC_DROP, LinkEventKind.PFC_PAUSING})
 #: Anomalies that take capacity from a link, so that its traffic falls with them.
@@ -72,8 +53,8 @@ class Observations:
     paths_inferred: bool = False
 
 
-def xid_weight(xid: int) -> float:
-    return XID_WEIGHT.get(xid, DEFAULT_XID_WEIGHT)
+def _drop_slack_ns(profile: AttributionProfile) -> int:
+    return int(profile.judging.drop_slack_s * NS)
 
 
 def _seen(ts_ns: int, upto_ns: int | None) -> bool:
@@ -89,7 +70,9 @@ def first_hung_collective(view: JobView, upto_ns: int | None = None) -> int | No
     )
 
 
-def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
+def stall_time(
+    view: JobView, upto_ns: int | None = None, profile: AttributionProfile = DEFAULT_PROFILE
+) -> int | None:
     """When the job stopped, from the hang evidence seen by `upto_ns`; None when there is none.
 
     A watchdog line dates the stall to the start of the collective that never finished, so it
@@ -105,7 +88,8 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
     times += [
         x.ts_ns
         for x in view.xids
-        if _seen(x.ts_ns, upto_ns) and xid_weight(x.xid) >= XID_STALL_THRESHOLD
+        if _seen(x.ts_ns, upto_ns)
+        and profile.scoring.xid(x.xid) >= profile.scoring.xid_stall_threshold
     ]
     stall = min(times, default=None)
     if stall is None:
@@ -117,7 +101,7 @@ def stall_time(view: JobView, upto_ns: int | None = None) -> int | None:
     return stall
 
 
-def _carried(events: list[LinkEvent], stalled_at: int, slow: bool) -> bool:
+def _carried(events: list[LinkEvent], stalled_at: int, slow: bool, slack_ns: int) -> bool:
     """Whether the link's traffic fell with the job's trouble, so the job's flow was on it.
 
     A stalled job's traffic stops on every link it used. A slowed job's never stops, so a
@@ -126,8 +110,7 @@ def _carried(events: list[LinkEvent], stalled_at: int, slow: bool) -> bool:
     shows by its drop that the job's flow was on it.
     """
     dropped = any(
-        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - DROP_SLACK_NS
-        for e in events
+        e.kind == LinkEventKind.TRAFFIC_DROP and e.ts_ns >= stalled_at - slack_ns for e in events
     )
     return dropped and (not slow or any(e.kind in CAPACITY_LOSSES for e in events))
 
@@ -137,7 +120,7 @@ def _link_candidate(
     events: list[LinkEvent],
     obs: Observations,
     fabric: Fabric,
-    window: TimeWindow,
+    profile: AttributionProfile,
     stalled_at: int,
     traffic_seen: bool,
     slow: bool = False,
@@ -146,11 +129,12 @@ def _link_candidate(
     telemetry reports rates, and a member that lost none was not carrying the job. `slow`:
     the candidate is to explain a slowdown, not a stall."""
     victim = obs.pfc_victims.get(lid)
+    rules, window = profile.scoring, profile.window
     scored = [
         (
-            kind_weight(e.kind, e.value, slow)
+            rules.kind(e.kind, e.value, slow)
             * window.factor(e.ts_ns, stalled_at)
-            * (PFC_VICTIM_FACTOR if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
+            * (rules.pfc_victim_factor if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
             e,
         )
         for e in events
@@ -161,7 +145,7 @@ def _link_candidate(
     crossing = obs.weights.get(lid, 0.0)
     # Read from all its events: a traffic drop scores nothing for a slowed job, but still
     # shows which member carried it.
-    carried = _carried(events, stalled_at, slow)
+    carried = _carried(events, stalled_at, slow, _drop_slack_ns(profile))
 
     # Consequences of trouble elsewhere (traffic that stopped with the job, pauses sent or
     # passed on) are counted once, however many ends and directions report them: they show
@@ -181,7 +165,7 @@ def _link_candidate(
     if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
     elif crossing < 1.0 and traffic_seen:
-        score *= IDLE_MEMBER_FACTOR  # a possible member that lost no traffic with the job
+        score *= rules.idle_member_factor  # a possible member that lost no traffic with the job
     score *= path_factor(crossing)
     evidence = [
         as_evidence.link_event(e, lid)
@@ -190,10 +174,10 @@ def _link_candidate(
     if victim is not None:
         evidence.append(as_evidence.pfc_victim(victim[0], lid, victim[1]))
     if (source := obs.pfc_sources.get(lid)) is not None:
-        score = min(1.0, score * PFC_SOURCE_BOOST)
+        score = min(1.0, score * rules.pfc_source_boost)
         evidence.append(as_evidence.pfc_source(source[0], lid, source[1]))
     if lid in obs.corroborated:
-        score = min(1.0, score * CORROBORATION_BOOST)
+        score = min(1.0, score * rules.corroboration_boost)
         evidence.append(
             Evidence(
                 stalled_at,
@@ -204,20 +188,20 @@ def _link_candidate(
             )
         )
     if obs.paths_inferred:  # last, so no boost's cap can undo it
-        score *= INFERRED_PATHS_FACTOR
+        score *= rules.inferred_paths_factor
     return Candidate(
         CauseKind.LINK, round(score, 4), link=fabric.links[lid], evidence=tuple(evidence)
     )
 
 
 def _node_candidates(
-    view: JobView, window: TimeWindow, stalled_at: int, upto_ns: int | None
+    view: JobView, profile: AttributionProfile, stalled_at: int, upto_ns: int | None
 ) -> list[Candidate]:
     by_host: dict[str, list[tuple[float, Evidence]]] = {}
     for x in sorted(view.xids, key=lambda x: (x.ts_ns, x.host, x.xid)):
         if not _seen(x.ts_ns, upto_ns):
             continue
-        s = xid_weight(x.xid) * window.factor(x.ts_ns, stalled_at)
+        s = profile.scoring.xid(x.xid) * profile.window.factor(x.ts_ns, stalled_at)
         if s > 0:
             by_host.setdefault(x.host, []).append((s, as_evidence.xid(x)))
     return [
@@ -250,7 +234,7 @@ def diagnose(
     obs: Observations,
     view: JobView,
     fabric: Fabric,
-    window: TimeWindow,
+    profile: AttributionProfile,
     stalled_at: int,
     upto_ns: int | None,
 ) -> tuple[Diagnosis | None, Evidence | None]:
@@ -266,8 +250,9 @@ def diagnose(
         return Diagnosis.GPU, None
     if best.link is None:
         return None, None
-    lo = stalled_at - int(window.lookback_s * 1e9)
-    hi = stalled_at + int(window.lookahead_s * 1e9)
+    w = profile.window
+    lo = stalled_at - int(w.lookback_s * 1e9)
+    hi = stalled_at + int(w.lookahead_s * 1e9)
     hosts = {e.device for e in (best.link.a, best.link.b) if fabric.role(e.device) == Role.HOST}
     failed = sorted(
         (
@@ -319,7 +304,7 @@ def build_verdict(
     view: JobView,
     obs: Observations,
     fabric: Fabric,
-    window: TimeWindow,
+    profile: AttributionProfile,
     stalled_at: int,
     upto_ns: int | None = None,
     state: JobState = JobState.STALLED,
@@ -334,7 +319,9 @@ def build_verdict(
     """
     ranks, hosts = view.ranks, len(view.hosts)
     slow = state == JobState.SLOW
-    traffic_seen = any(_carried(events, stalled_at, slow) for events in obs.events.values())
+    judging = profile.judging
+    slack = _drop_slack_ns(profile)
+    traffic_seen = any(_carried(e, stalled_at, slow, slack) for e in obs.events.values())
     candidates = [
         c
         for lid in sorted(obs.events)
@@ -344,14 +331,14 @@ def build_verdict(
                 obs.events[lid],
                 obs,
                 fabric,
-                window,
+                profile,
                 stalled_at,
                 traffic_seen,
                 slow,
             )
         )
     ]
-    candidates += _node_candidates(view, window, stalled_at, upto_ns)
+    candidates += _node_candidates(view, profile, stalled_at, upto_ns)
     # Equal scores (both capped at 1, say) are ordered by NCCL's own word: a link an NCCL
     # error names the peer across comes first.
     candidates.sort(
@@ -365,7 +352,8 @@ def build_verdict(
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
     evidence = [*pace_evidence, *_hang_evidence(view, upto_ns)]
-    if best is None or best.score < MIN_BLAME_SCORE:
+    sure = 0.0 if best is None else confidence(best.score, runner_up)
+    if best is None or best.score < judging.min_blame_score or sure < judging.min_confidence:
         return Verdict(
             view.job_id,
             state,
@@ -375,12 +363,12 @@ def build_verdict(
             None,
             None,
             0.0,
-            tuple(candidates[:MAX_CANDIDATES]),
-            tuple(evidence[:MAX_EVIDENCE]),
+            tuple(candidates[: judging.max_candidates]),
+            tuple(evidence[: judging.max_evidence]),
             ranks,
             hosts,
         )
-    diagnosis, host_side = diagnose(best, obs, view, fabric, window, stalled_at, upto_ns)
+    diagnosis, host_side = diagnose(best, obs, view, fabric, profile, stalled_at, upto_ns)
     if host_side is not None:
         evidence.append(host_side)
     if best.link is not None and (note := fabric.as_built.get(best.link.link_id)):
@@ -388,7 +376,7 @@ def build_verdict(
         evidence.append(Evidence(stalled_at, "topology", "miswired", best.link.link_id, note))
     evidence = sorted(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
-    )[:MAX_EVIDENCE]
+    )[: judging.max_evidence]
     return Verdict(
         view.job_id,
         state,
@@ -397,8 +385,8 @@ def build_verdict(
         best.kind,
         best.link,
         best.node,
-        confidence(best.score, runner_up),
-        tuple(candidates[:MAX_CANDIDATES]),
+        sure,
+        tuple(candidates[: judging.max_candidates]),
         tuple(evidence),
         ranks,
         hosts,

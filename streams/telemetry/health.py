@@ -20,6 +20,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Self
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..records import LinkEvent, LinkEventKind, LinkSample, Metric, TelemetryValue
 from .state import VERSION, check_header, dec_bool, dec_int, dec_num, dec_str, enc_int, enc_num
 
@@ -61,40 +63,65 @@ _SNAPSHOT_PARTS = frozenset({"oper", "changes", "carrier", "latches", "pause", "
 _LatchKey = tuple[str, str, LinkEventKind, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """When a link is anomalous. The defaults suit a 100-400G RoCE/Ethernet rail fabric.
+class Thresholds(BaseModel):
+    """When a link is anomalous: the `attribution.health` section of the settings. The
+    defaults suit a 100-400G RoCE/Ethernet rail fabric. (SPEED_DOWN has no threshold: any
+    speed below the highest the port negotiated.)"""
 
-    flap_changes / flap_window_s: oper-status changes (or carrier-transitions increments)
-        within the window that make a FLAP: 3 in 60 s.
-    error_rate_per_s: in/out errors, FCS or symbol errors per second for an ERROR_BURST: 1/s,
-        since a healthy link at these speeds shows none at all.
-    fec_uncorrectable_per_s: FEC_UNCORRECTABLE when above this: 0, any uncorrectable codeword
-        is a corrupted frame.
-    pfc_pause_per_s: PFC pause frames per second, summed over priorities, for a PFC_STORM:
-        5000/s, a sustained rate at which a lossless class spends much of its time paused.
-    rx_power_low_dbm: RX_POWER_LOW at or below -10 dBm, the edge of what short-reach optics
-        receive reliably; tune it per optic type. (SPEED_DOWN has no threshold: any speed
-        below the highest the port negotiated.)
-    traffic_drop_fraction / traffic_min_baseline_bytes_per_s: TRAFFIC_DROP when in/out octets
-        fall below 5% of their EWMA baseline and that baseline was at least 1e8 bytes/s, i.e.
-        a busy link went quiet.
-    traffic_ewma_alpha / traffic_warmup_samples: the baseline's smoothing (0.2) and how many
-        samples it needs before it is trusted (3).
-    rearm_quiet_s: how long a condition must be seen clear before it can fire again: 60 s.
-    """
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    flap_changes: int = 3
-    flap_window_s: float = 60.0
-    error_rate_per_s: float = 1.0
-    fec_uncorrectable_per_s: float = 0.0
-    pfc_pause_per_s: float = 5000.0
-    rx_power_low_dbm: float = -10.0
-    traffic_drop_fraction: float = 0.05
-    traffic_min_baseline_bytes_per_s: float = 1e8
-    traffic_ewma_alpha: float = 0.2
-    traffic_warmup_samples: int = 3
-    rearm_quiet_s: float = 60.0
+    flap_changes: int = Field(
+        default=3,
+        ge=2,
+        description="Oper-status changes (or carrier-transitions increments) within "
+        "flap_window_s that make a FLAP.",
+    )
+    flap_window_s: float = Field(default=60.0, gt=0, description="See flap_changes.")
+    error_rate_per_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="In/out errors, FCS or symbol errors per second for an ERROR_BURST.",
+    )
+    fec_uncorrectable_per_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="FEC_UNCORRECTABLE when above this: any uncorrectable codeword is a "
+        "corrupted frame.",
+    )
+    pfc_pause_per_s: float = Field(
+        default=5000.0,
+        gt=0,
+        description="PFC pause frames per second, summed over priorities, for a PFC_STORM: a "
+        "sustained rate at which a lossless class spends much of its time paused.",
+    )
+    rx_power_low_dbm: float = Field(
+        default=-10.0,
+        description="RX_POWER_LOW at or below this: the edge of what short-reach optics "
+        "receive reliably; tune it per optic type.",
+    )
+    traffic_drop_fraction: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="TRAFFIC_DROP when in/out octets fall below this fraction of their EWMA "
+        "baseline...",
+    )
+    traffic_min_baseline_bytes_per_s: float = Field(
+        default=1e8,
+        ge=0,
+        description="...and that baseline was at least this: a busy link went quiet.",
+    )
+    traffic_ewma_alpha: float = Field(
+        default=0.2, gt=0, le=1, description="The traffic baseline's smoothing."
+    )
+    traffic_warmup_samples: int = Field(
+        default=3, ge=1, description="Samples the traffic baseline needs before it is trusted."
+    )
+    rearm_quiet_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a condition must be seen clear before it can fire again.",
+    )
 
 
 @dataclass(slots=True)

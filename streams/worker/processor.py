@@ -27,7 +27,7 @@ from faust.transport.drivers.aiokafka import Producer as FaustProducer
 
 from railtrace.settings import Settings
 from railtrace.streams import wire
-from railtrace.streams.attribution import Correlator, TimeWindow
+from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
@@ -124,15 +124,12 @@ class Processor:
         self.settings = settings
         self.fabric = fabric
         self.app = faust_app(settings, settings.worker.app_id)
-        w = settings.attribution
         self.history = LinkHistory()
         self.newest_link_event_ns = 0
         # The plan, and the ports LLDP shows cabled unlike it (latest cabling event per port).
         self.plan = CablePlan([Cable(link.a, link.b) for link in fabric.links.values()])
         self.cabling: dict[Endpoint, CablingEvent] = {}
-        self.correlator = Correlator(
-            fabric, TimeWindow(lookback_s=w.lookback_s, lookahead_s=w.lookahead_s), self.history
-        )
+        self.correlator = Correlator(fabric, settings.attribution, self.history)
         app = self.app
         self.raw_logs = topic_of(app, settings, topics.RAW_LOGS)
         self.raw_scheduler = topic_of(app, settings, topics.RAW_SCHEDULER)
@@ -329,7 +326,7 @@ class Processor:
             saved = self.views_table.get(key)
             if saved:
                 try:
-                    view = JobView.restore(orjson.loads(saved))
+                    view = JobView.restore(orjson.loads(saved), self.settings.attribution.pace)
                 except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
                     # Start the job afresh from its next facts rather than stop the agent.
                     self.counters["bad_snapshots"] += 1

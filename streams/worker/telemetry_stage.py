@@ -36,6 +36,7 @@ from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
 from railtrace.streams.telemetry import DecodeError, decode_message
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
+from railtrace.streams.telemetry.health import Thresholds
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
 from railtrace.streams.worker import kafka, topics
@@ -89,8 +90,10 @@ class DeviceStates:
         sample_partitions: int,
         plan: PlanIndex | None = None,
         lldp_settle_s: float = 30.0,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.link_id = link_id
+        self.thresholds = thresholds or Thresholds()
         self.sample_partitions = sample_partitions
         self.plan = plan if plan is not None else PlanIndex(())
         self.settle_ns = int(lldp_settle_s * 1e9)
@@ -113,7 +116,7 @@ class DeviceStates:
                     self.unreadable += 1
                     log.error("unreadable checkpoint", extra={"key": key, "reason": str(exc)})
             if st is None:
-                st = DeviceState(Normalizer(), partition)
+                st = DeviceState(Normalizer(self.thresholds), partition)
             self.live[key] = st
         return st
 
@@ -220,7 +223,8 @@ class DeviceStates:
         snap = orjson.loads(raw)
         if not isinstance(snap, dict) or snap.get("v") != CHECKPOINT_VERSION:
             raise ValueError("not a version-1 checkpoint")
-        st = DeviceState(Normalizer.restore(snap["state"]), partition, int(snap["upto"]))
+        normalizer = Normalizer.restore(snap["state"], self.thresholds)
+        st = DeviceState(normalizer, partition, int(snap["upto"]))
         if (cabling := snap.get("cabling")) is not None:
             st.cabling = CablingWatch.restore(
                 cabling["watch"], cabling["device"], self.plan, self.settle_ns
@@ -319,7 +323,13 @@ class TelemetryStage:
         try:
             await producer.start()
             partitions = await producer.partitions_for(self.samples_topic)
-            self.devices = DeviceStates(self.link_id, len(partitions), self.plan, w.lldp_settle_s)
+            self.devices = DeviceStates(
+                self.link_id,
+                len(partitions),
+                self.plan,
+                w.lldp_settle_s,
+                self.settings.attribution.health,
+            )
             consumer.subscribe(list(self.kinds), listener=_Rebalance(self))
             await consumer.start()
             log.info("telemetry stage started", extra={"group": self.group})
