@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -311,3 +312,33 @@ def test_scheduler_input_that_cannot_be_used_is_dead_lettered_and_stored(tmp_pat
         _check_against_truth([v for v in report.verdicts if v.job_id in truth["jobs"]], truth)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["dmesg-{host}.txt", "{host}/dmesg.log", "{host}.dmesg"], ids=["prefix", "dir", "stem"]
+)
+def test_an_xid_in_a_dmesg_file_that_names_no_host_is_given_the_host_its_file_name_says(
+    tmp_path: Path, name: str
+) -> None:
+    """`dmesg -T` lines carry no host name (the lines of tests/fixtures/logs/real/
+    akash_244_dmesg_T_xid.log, re-dated into the job's run): the node is the host the file is
+    named for, never the empty name a verdict once carried."""
+    cap = tmp_path / "cap"
+    truth = write_capture(cap, 4, Fault.NONE, 5, watchdog_s=WATCHDOG_S)
+    job = sorted(truth["jobs"])[0]
+    host_log = sorted((cap / "logs" / job).glob("*.log"))[0]
+    host = host_log.stem
+    last = host_log.read_text().splitlines()[-1].split()[0]  # 2026-05-10T16:58:01.123456Z
+    stamp = datetime.strptime(last[:19], "%Y-%m-%dT%H:%M:%S") - timedelta(seconds=60)
+    dmesg = cap / "logs" / job / name.format(host=host)
+    dmesg.parent.mkdir(parents=True, exist_ok=True)
+    when = stamp.strftime("%a %b %e %H:%M:%S %Y")
+    dmesg.write_text(
+        f"[{when}] NVRM: GPU at PCI:0000:00:05: GPU-efbdfde9-5798-a6e7-4c46-12518fa15375\n"
+        f"[{when}] NVRM: Xid (PCI:0000:00:05): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.\n"
+    )
+    report = replay(open_capture(cap), DiscardSink())
+    (v,) = [v for v in report.verdicts if v.job_id == job]
+    assert v.state == JobState.STALLED, v
+    assert v.cause_kind == CauseKind.NODE and v.cause_node == host, v

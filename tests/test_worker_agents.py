@@ -37,6 +37,7 @@ from railtrace.streams import wire
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
+from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.records import (
     ChannelEdge,
     JobPlacement,
@@ -45,6 +46,7 @@ from railtrace.streams.records import (
     LinkEventKind,
     RankInfo,
     Verdict,
+    XidEvent,
 )
 from railtrace.streams.worker import topics
 from railtrace.streams.worker.processor import Processor, _Parsers, _partition
@@ -298,7 +300,8 @@ def _shortest_rank_log(logs: JobLogs) -> int:
 def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
     saved = worker.table("log-parsers").get(job_id.encode())
     assert saved is not None, f"no parser snapshot for {job_id}"
-    return _Parsers.restore(orjson.loads(saved))
+    named = SourceHosts(worker.processor.fabric.hosts())
+    return _Parsers.restore(named, orjson.loads(saved))
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -862,3 +865,17 @@ def test_a_scheduler_record_delivered_again_is_no_second_fact_but_a_change_is(
     assert [p.state for p in placed] == ["RUNNING", "COMPLETED"]
     view = JobView.restore(orjson.loads(w.processor.views_table[b"4242"]))
     assert view.knows(placed[-1]) and not view.knows(placed[0])
+
+
+def test_the_workers_give_a_kernel_log_the_host_its_shipper_named_in_the_source() -> None:
+    """`railtrace collect logs` names a file `logs/<job>/<node>:<path>`; `dmesg -T` lines name
+    no host, so the worker's parser takes the node from there, and keeps it once saved."""
+    line = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:00:05): 79, GPU has fallen off the bus."
+    batch = wire.LogBatch("j1", "logs/j1/gpu7:/var/log/dmesg.log", 1, (line,), 2024)
+    named = SourceHosts(["gpu7", "gpu8"])
+    parsers = _Parsers(named)
+    (xid,) = parsers.parser(batch).feed(line, 1)
+    assert isinstance(xid, XidEvent) and xid.host == "gpu7"
+    restored = _Parsers.restore(named, orjson.loads(orjson.dumps(parsers.snapshot())))
+    (again,) = restored.parser(batch).feed(line.replace("79", "48"), 2)
+    assert isinstance(again, XidEvent) and again.host == "gpu7"

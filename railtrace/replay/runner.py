@@ -18,6 +18,7 @@ from typing import Protocol
 from railtrace.replay.capture import Capture
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.logs import LogParser
+from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.pipeline import Pipeline
 from railtrace.streams.records import (
     CablingEvent,
@@ -177,10 +178,12 @@ def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) 
     report.telemetry_values = decoder.stats.values
     report.unknown_paths = decoder.stats.unknown_paths
     year = year_hint(capture)
+    named = SourceHosts(capture.fabric.hosts())
     started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
         for path in paths:
-            parser = LogParser(job_id, capture.log_source(path), year_hint=year)
+            source = capture.log_source(path)
+            parser = LogParser(job_id, source, year_hint=year, host_hint=named.of(source))
             with path.open("rb") as fh:
                 for line in fh:
                     out.facts.extend(parser.feed(line))

@@ -199,7 +199,9 @@ def _node_candidates(
 ) -> list[Candidate]:
     by_host: dict[str, list[tuple[float, Evidence]]] = {}
     for x in sorted(view.xids, key=lambda x: (x.ts_ns, x.host, x.xid)):
-        if not _seen(x.ts_ns, upto_ns):
+        # An Xid whose host neither its line nor its file's name gave still dates the stall,
+        # but names no node: a node verdict must never carry a guess (or an empty name).
+        if not x.host or not _seen(x.ts_ns, upto_ns):
             continue
         s = profile.scoring.xid(x.xid) * profile.window.factor(x.ts_ns, stalled_at)
         if s > 0:

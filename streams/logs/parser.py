@@ -70,14 +70,18 @@ class LogParser:
     `restore`, which continues exactly as the saved parser would have.
     """
 
-    def __init__(self, job_id: str, source: str, year_hint: int | None = None) -> None:
+    def __init__(
+        self, job_id: str, source: str, year_hint: int | None = None, host_hint: str = ""
+    ) -> None:
+        """`host_hint`: the host the file belongs to as its name says (`sources.SourceHosts`),
+        lent to its lines until an NCCL line names one; "" when unknown."""
         self.job_id = job_id
         self.source = source
         self.stats = ParseStats()
         self._year_hint = year_hint
         self._position = 0
         self._clock = Clock(year_hint)
-        self._where = NOWHERE
+        self._where = Where(host_hint, 0) if host_hint else NOWHERE
         self._nccl = NcclRules(job_id, source)
         self._torch = TorchRules(job_id, source)
         self._kernel = KernelRules(job_id, source)

@@ -13,6 +13,7 @@ events, job facts and verdicts.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import defaultdict
@@ -31,6 +32,7 @@ from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
+from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkEvent, Verdict
 from railtrace.streams.scheduler import hosts_not_cabled, read_placements
 from railtrace.streams.worker import kafka, topics
@@ -147,10 +149,12 @@ class Processor:
         self.facts_topic = topic_of(app, settings, topics.JOB_FACTS)
         self.verdicts_topic = topic_of(app, settings, topics.VERDICTS)
         self.dead_topic = topic_of(app, settings, topics.DEAD_LETTERS)
+        # A log file whose lines name no host (`dmesg -T`) belongs to the one its name gives.
+        named = SourceHosts(fabric.hosts())
         self.parsers = SnapshotCache(
             _table(app, settings, "log-parsers"),
-            lambda _key: _Parsers(),
-            _Parsers.restore,
+            lambda _key: _Parsers(named),
+            functools.partial(_Parsers.restore, named),
             _Parsers.snapshot,
         )
         self.views_table = _table(app, settings, "job-views")
@@ -487,23 +491,26 @@ class Processor:
 class _Parsers:
     """The LogParsers of one job, one per source file."""
 
-    def __init__(self, parsers: dict[str, LogParser] | None = None) -> None:
+    def __init__(self, named: SourceHosts, parsers: dict[str, LogParser] | None = None) -> None:
+        self.named = named
         self.by_source: dict[str, LogParser] = parsers or {}
 
     def parser(self, logs: wire.LogBatch) -> LogParser:
         p = self.by_source.get(logs.source)
         if p is None:
-            p = self.by_source[logs.source] = LogParser(logs.job_id, logs.source, logs.year)
+            hint = self.named.of(logs.source)
+            p = LogParser(logs.job_id, logs.source, logs.year, host_hint=hint)
+            self.by_source[logs.source] = p
         return p
 
     def snapshot(self) -> dict[str, Any]:
         return {"v": 1, "parsers": {s: p.snapshot() for s, p in self.by_source.items()}}
 
     @classmethod
-    def restore(cls, snap: dict[str, Any]) -> _Parsers:
+    def restore(cls, named: SourceHosts, snap: dict[str, Any]) -> _Parsers:
         if snap.get("v") != 1:
             raise ValueError(f"unknown parser-set snapshot version {snap.get('v')!r}")
-        return cls({s: LogParser.restore(p) for s, p in snap["parsers"].items()})
+        return cls(named, {s: LogParser.restore(p) for s, p in snap["parsers"].items()})
 
 
 def _partition(key: bytes, partitions: int) -> int:
