@@ -388,8 +388,13 @@ def run_one(task: Task) -> Incident:
         truth = write_capture(work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level)
         # The attribution profile as a deployment reads it (RAILTRACE_ATTRIBUTION__... or the
         # config file), so a changed setting is measured by the same run.
-        profile = Settings().attribution
-        report = replay(open_capture(work), DiscardSink(), profile=profile)
+        settings = Settings()
+        report = replay(
+            open_capture(work),
+            DiscardSink(),
+            profile=settings.attribution,
+            local=settings.site.zone,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     scores = score_incident(truth, report.verdicts)

@@ -214,6 +214,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
                 capture,
                 store,
                 profile=settings.attribution,
+                local=settings.site.zone,
                 batch_rows=settings.store.batch_rows,
                 progress=tick,
             )
@@ -342,7 +343,9 @@ def _publish(settings: Settings, capture_dir: Path) -> None:
     with _progress() as bar:
         task = bar.add_task("publish", total=len(capture.gnmi_files) + capture.log_file_count)
         try:
-            done = publish_capture(capture, settings.kafka, lambda n: bar.advance(task, n))
+            done = publish_capture(
+                capture, settings.kafka, lambda n: bar.advance(task, n), settings.site.timezone
+            )
             bar.update(task, completed=len(capture.gnmi_files) + capture.log_file_count)
         except Exception as exc:  # broker down, auth refused: say so, not a traceback
             raise _fail(

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -146,6 +147,34 @@ class CollectSettings(BaseModel):
     scheduler: SchedulerCollectorConfig = Field(default_factory=SchedulerCollectorConfig)
 
 
+class SiteSettings(BaseModel):
+    """Facts of the site that the inputs do not carry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The zone the hosts' clocks print in: `dmesg -T`, syslog, PyTorch's and NCCL's own
+    # stamps carry none, and a cluster logging in local time was judged an hour or more off
+    # its switches' (UTC) telemetry. An IANA name (Europe/Berlin, America/Chicago); stamps
+    # that carry a zone (ISO 8601 with Z or +hh:mm) keep theirs.
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"{name!r} is not a time zone this machine knows (an IANA name such as "
+                "Europe/Berlin; the tzdata package provides them)"
+            ) from exc
+        return name
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
 class AlertSettings(BaseModel):
     """`railtrace alert`: Slack incoming-webhook alerts (deploy/alerts/README.md).
 
@@ -191,6 +220,7 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     api: ApiSettings = ApiSettings()
     attribution: AttributionProfile = AttributionProfile()
+    site: SiteSettings = SiteSettings()
     kafka: KafkaSettings = KafkaSettings()
     worker: WorkerSettings = WorkerSettings()
     collect: CollectSettings = CollectSettings()

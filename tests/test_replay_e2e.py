@@ -8,8 +8,9 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -342,3 +343,71 @@ def test_an_xid_in_a_dmesg_file_that_names_no_host_is_given_the_host_its_file_na
     (v,) = [v for v in report.verdicts if v.job_id == job]
     assert v.state == JobState.STALLED, v
     assert v.cause_kind == CauseKind.NODE and v.cause_node == host, v
+
+
+#: Every stamp form the simulator writes, as (pattern, strptime format of its group "t"); a
+#: shipper's ISO stamp also ends with its zone, which a local clock does not print.
+_STAMPS = [
+    (re.compile(rb"^(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<f>\.\d+)?Z"), "%Y-%m-%dT%H:%M:%S"),
+    (re.compile(rb"\[(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]"), "%Y-%m-%d %H:%M:%S"),
+    (re.compile(rb"\[[IWEF](?P<t>\d{4} \d\d:\d\d:\d\d)"), "%m%d %H:%M:%S"),
+    (re.compile(rb"^(?P<t>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)"), "%b %d %H:%M:%S"),
+    # scontrol's SubmitTime=, StartTime=, EndTime= ...
+    (re.compile(rb"Time=(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"), "%Y-%m-%dT%H:%M:%S"),
+]
+
+
+def _to_local(line: bytes, zone: ZoneInfo, year: int) -> bytes:
+    """`line` with every stamp the simulator wrote in UTC rewritten to `zone`'s wall clock,
+    without a zone, as a host logging in local time prints it."""
+    for pattern, fmt in _STAMPS:
+        dated = "%Y" in fmt
+
+        def local(m: re.Match[bytes], fmt: str = fmt, dated: bool = dated) -> bytes:
+            text = m["t"].decode()
+            at = datetime.strptime(
+                text if dated else f"{year} {text}", fmt if dated else f"%Y {fmt}"
+            )
+            shown = at.replace(tzinfo=UTC).astimezone(zone).strftime(fmt)
+            if fmt.startswith("%b") and shown[4] == "0":
+                shown = shown[:4] + " " + shown[5:]  # syslog pads the day with a space
+            whole = m[0]
+            head = whole[: m.start("t") - m.start()]
+            tail = whole[m.end("t") - m.start() :]
+            if tail.endswith(b"Z"):
+                tail = tail[:-1]
+            return head + shown.encode() + tail
+
+        line = pattern.sub(local, line)
+    return line
+
+
+def test_logs_stamped_in_local_time_without_a_zone_are_judged_in_the_site_zone(
+    tmp_path: Path,
+) -> None:
+    """The capture's log lines rewritten to Chicago wall-clock time without a zone, as a host
+    in local time prints them: read as UTC they sit five hours from the switches' telemetry
+    and the culprit is lost; with `site.timezone` they give the verdicts of the UTC logs."""
+    cap = tmp_path / "cap"
+    write_capture(cap, 8, Fault.LINK_DOWN, 33, watchdog_s=WATCHDOG_S)
+    original = {v.job_id: v for v in replay(open_capture(cap), DiscardSink()).verdicts}
+    (stalled,) = [j for j, v in original.items() if v.state == JobState.STALLED]
+    assert original[stalled].cause_kind == CauseKind.LINK
+    chicago = ZoneInfo("America/Chicago")
+    year = datetime.fromtimestamp(original[stalled].stalled_at_ns / 1e9, UTC).year
+    rewritten = 0
+    for path in (cap / "logs").rglob("*"):
+        if not path.is_file():
+            continue
+        lines = path.read_bytes().splitlines(keepends=True)
+        out = [_to_local(line, chicago, year) for line in lines]
+        rewritten += sum(a != b for a, b in zip(lines, out, strict=True))
+        path.write_bytes(b"".join(out))
+    assert rewritten > 100
+    as_utc = {v.job_id: v for v in replay(open_capture(cap), DiscardSink()).verdicts}
+    assert as_utc[stalled] != original[stalled]
+    assert as_utc[stalled].cause_kind != CauseKind.LINK, as_utc[stalled]
+    in_zone = {
+        v.job_id: v for v in replay(open_capture(cap), DiscardSink(), local=chicago).verdicts
+    }
+    assert in_zone == original

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -301,7 +302,7 @@ def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
     saved = worker.table("log-parsers").get(job_id.encode())
     assert saved is not None, f"no parser snapshot for {job_id}"
     named = SourceHosts(worker.processor.fabric.hosts())
-    return _Parsers.restore(named, orjson.loads(saved))
+    return _Parsers.restore(named, UTC, orjson.loads(saved))
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -873,9 +874,22 @@ def test_the_workers_give_a_kernel_log_the_host_its_shipper_named_in_the_source(
     line = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:00:05): 79, GPU has fallen off the bus."
     batch = wire.LogBatch("j1", "logs/j1/gpu7:/var/log/dmesg.log", 1, (line,), 2024)
     named = SourceHosts(["gpu7", "gpu8"])
-    parsers = _Parsers(named)
+    parsers = _Parsers(named, UTC)
     (xid,) = parsers.parser(batch).feed(line, 1)
     assert isinstance(xid, XidEvent) and xid.host == "gpu7"
-    restored = _Parsers.restore(named, orjson.loads(orjson.dumps(parsers.snapshot())))
+    restored = _Parsers.restore(named, UTC, orjson.loads(orjson.dumps(parsers.snapshot())))
     (again,) = restored.parser(batch).feed(line.replace("79", "48"), 2)
     assert isinstance(again, XidEvent) and again.host == "gpu7"
+
+
+def test_the_workers_read_zoneless_stamps_in_the_site_zone_also_after_a_restore() -> None:
+    line = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:00:05): 79, GPU has fallen off the bus."
+    batch = wire.LogBatch("j1", "logs/j1/gpu7:/var/log/dmesg.log", 1, (line,), 2024)
+    named, berlin = SourceHosts(["gpu7"]), ZoneInfo("Europe/Berlin")
+    parsers = _Parsers(named, berlin)
+    (xid,) = parsers.parser(batch).feed(line, 1)
+    summer_utc = int(datetime(2024, 7, 31, 21, 14, 18, tzinfo=UTC).timestamp()) * 10**9
+    assert xid.ts_ns == summer_utc  # Berlin is UTC+2 in July
+    restored = _Parsers.restore(named, berlin, orjson.loads(orjson.dumps(parsers.snapshot())))
+    (again,) = restored.parser(batch).feed(line, 2)
+    assert again.ts_ns == summer_utc

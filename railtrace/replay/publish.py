@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 import orjson
 from aiokafka import AIOKafkaProducer
@@ -73,21 +74,28 @@ def log_batches(capture: Capture) -> Iterator[wire.LogBatch]:
                 )
 
 
-def scheduler_outputs(capture: Capture) -> Iterator[tuple[bytes, wire.SchedulerOutput]]:
+def scheduler_outputs(
+    capture: Capture, tz: str = "UTC"
+) -> Iterator[tuple[bytes, wire.SchedulerOutput]]:
     """A capture's `scheduler/` files as raw scheduler messages and their keys: one job record
     each, keyed by the job it places (a record that places none, pending or unreadable, is
-    keyed by its file: it places nothing, and the worker that gets it counts or refuses it)."""
+    keyed by its file: it places nothing, and the worker that gets it counts or refuses it).
+    `tz` is the zone scontrol printed the files' times in: the site's."""
+    zone = ZoneInfo(tz)
     for path in capture.scheduler_files:
         source = capture.log_source(path)
         for chunk in split(path.read_bytes()):
-            placed = read_placements(source, chunk.data, first=chunk.first).placements
+            placed = read_placements(source, chunk.data, zone, chunk.first).placements
             key = placed[0].job_id if placed else source
             text = chunk.data.decode("utf-8", errors="replace")
-            yield key.encode(), wire.SchedulerOutput(source, chunk.first, text)
+            yield key.encode(), wire.SchedulerOutput(source, chunk.first, text, tz)
 
 
 async def publish(
-    capture: Capture, settings: KafkaSettings, progress: Callable[[int], None] | None = None
+    capture: Capture,
+    settings: KafkaSettings,
+    progress: Callable[[int], None] | None = None,
+    tz: str = "UTC",
 ) -> Published:
     await kafka.ensure_topics(settings)
     producer = AIOKafkaProducer(
@@ -118,7 +126,7 @@ async def publish(
             if progress and batch.first_line_no == 1:
                 progress(1)
         scheduler_topic = topics.name(settings.topic_prefix, topics.RAW_SCHEDULER)
-        for key, out in scheduler_outputs(capture):
+        for key, out in scheduler_outputs(capture, tz):
             await producer.send(scheduler_topic, wire.encode_scheduler_output(out), key=key)
             done.scheduler_records += 1
         await producer.flush()
@@ -128,6 +136,10 @@ async def publish(
 
 
 def publish_capture(
-    capture: Capture, settings: KafkaSettings, progress: Callable[[int], None] | None = None
+    capture: Capture,
+    settings: KafkaSettings,
+    progress: Callable[[int], None] | None = None,
+    tz: str = "UTC",
 ) -> Published:
-    return asyncio.run(publish(capture, settings, progress))
+    """Publish `capture` onto the raw topics; `tz` is the site's zone (see scheduler_outputs)."""
+    return asyncio.run(publish(capture, settings, progress, tz))

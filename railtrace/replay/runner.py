@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
 from railtrace.replay.capture import Capture
@@ -156,7 +156,9 @@ class _Decoded:
     lldp: list[LldpUpdate] = field(default_factory=list)
 
 
-def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) -> _Decoded:
+def _decode(
+    capture: Capture, report: ReplayReport, sink: Sink, tick: Progress, local: tzinfo
+) -> _Decoded:
     """Decode every telemetry file and parse every log file; bad input is dead-lettered, and
     each file's dead letters are stored as soon as it is read: all of them, in bounded memory.
     """
@@ -183,7 +185,7 @@ def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) 
     for job_id, paths in capture.log_files.items():
         for path in paths:
             source = capture.log_source(path)
-            parser = LogParser(job_id, source, year_hint=year, host_hint=named.of(source))
+            parser = LogParser(job_id, source, year, named.of(source), local)
             with path.open("rb") as fh:
                 for line in fh:
                     out.facts.extend(parser.feed(line))
@@ -193,7 +195,7 @@ def _decode(capture: Capture, report: ReplayReport, sink: Sink, tick: Progress) 
             store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)
     for path in capture.scheduler_files:
-        placed = read_placements(capture.log_source(path), path.read_bytes())
+        placed = read_placements(capture.log_source(path), path.read_bytes(), local)
         out.facts.extend(placed.placements)
         report.placements += len(placed.placements)
         report.waiting_jobs += placed.waiting
@@ -235,10 +237,12 @@ def replay(
     sink: Sink,
     *,
     profile: AttributionProfile = DEFAULT_PROFILE,
+    local: tzinfo = UTC,
     batch_rows: int = 50_000,
     progress: Progress | None = None,
 ) -> ReplayReport:
-    """Feed a whole capture through the core and the sink; returns what happened."""
+    """Feed a whole capture through the core and the sink; returns what happened. `local` is
+    the site's zone, for log stamps that carry none."""
     report = ReplayReport(
         plan_errors=list(capture.plan_errors),
         skipped=list(capture.skipped),
@@ -248,7 +252,7 @@ def replay(
     )
     tick = progress or (lambda _stage, _n, _total: None)
     started = time.perf_counter()
-    decoded = _decode(capture, report, sink, tick)
+    decoded = _decode(capture, report, sink, tick, local)
     report.decode_s = time.perf_counter() - started
 
     fabric = _as_cabled(capture, decoded.lldp, report)

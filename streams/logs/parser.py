@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 from typing import Any
 
 from ..records import DeadLetter, JobFact
@@ -71,16 +72,22 @@ class LogParser:
     """
 
     def __init__(
-        self, job_id: str, source: str, year_hint: int | None = None, host_hint: str = ""
+        self,
+        job_id: str,
+        source: str,
+        year_hint: int | None = None,
+        host_hint: str = "",
+        local: tzinfo = UTC,
     ) -> None:
         """`host_hint`: the host the file belongs to as its name says (`sources.SourceHosts`),
-        lent to its lines until an NCCL line names one; "" when unknown."""
+        lent to its lines until an NCCL line names one; "" when unknown. `local`: the zone of
+        stamps that carry none (the site's, from the settings; a snapshot does not keep it)."""
         self.job_id = job_id
         self.source = source
         self.stats = ParseStats()
         self._year_hint = year_hint
         self._position = 0
-        self._clock = Clock(year_hint)
+        self._clock = Clock(year_hint, local)
         self._where = Where(host_hint, 0) if host_hint else NOWHERE
         self._nccl = NcclRules(job_id, source)
         self._torch = TorchRules(job_id, source)
@@ -174,7 +181,7 @@ class LogParser:
         }
 
     @classmethod
-    def restore(cls, snap: dict[str, Any]) -> LogParser:
+    def restore(cls, snap: dict[str, Any], local: tzinfo = UTC) -> LogParser:
         """The parser saved by `snapshot`, ready to take the next line.
 
         Raises ValueError for a snapshot of another format version (never guess at state that
@@ -192,6 +199,7 @@ class LogParser:
                 str(snap["job_id"]),
                 str(snap["source"]),
                 None if year_hint is None else int(year_hint),
+                local=local,
             )
             parser._position = int(snap["position"])
             counts = snap["stats"]

@@ -3,14 +3,16 @@
 A capture mixes clocks: a log shipper's ISO-8601 prefix, NCCL's `[%F %T]` stamp, PyTorch's
 year-less `[E1206 18:44:12.715298746 file:line]`, `dmesg -T` and syslog prefixes. The stamp at
 the very start of a line comes from the outermost writer (shipper, syslog, mpirun) and is
-preferred; only without one do stamps inside the line count. Times without a zone are taken
-as UTC, because that is how clusters are normally run and there is nothing better to go on.
+preferred; only without one do stamps inside the line count. Times without a zone (`dmesg -T`,
+syslog, PyTorch's c10 prefix, NCCL's own stamp) are the writing host's wall clock: they are
+read in the site's zone (`site.timezone` in the settings, UTC unless set), daylight saving
+included.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
 
@@ -79,6 +81,14 @@ def _zone_seconds(zone: str | None) -> int:
     return sign * (hours * 3600 + minutes * 60)
 
 
+@lru_cache(maxsize=8192)
+def _local_offset(local: tzinfo, year: int, month: int, day: int, hour: int, minute: int) -> int:
+    """Seconds `local` is ahead of UTC at that wall-clock minute (the earlier reading of an
+    hour that daylight saving repeats); cached like `_epoch_day`."""
+    offset = datetime(year, month, day, hour, minute, tzinfo=local).utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
+
+
 def to_ns(
     year: int,
     month: int,
@@ -86,13 +96,18 @@ def to_ns(
     hms: tuple[int, int, int],
     fraction: str | None,
     zone: str | None = None,
+    local: tzinfo = UTC,
 ) -> int:
-    """Nanoseconds since the epoch; raises ValueError for an impossible date or time."""
+    """Nanoseconds since the epoch; raises ValueError for an impossible date or time. A stamp
+    without `zone` is wall-clock time in `local`."""
     hour, minute, second = hms
     if hour > 23 or minute > 59 or second > 60:
         raise ValueError("time of day out of range")
     seconds = _epoch_day(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
-    seconds -= _zone_seconds(zone)
+    if zone:
+        seconds -= _zone_seconds(zone)
+    elif local is not UTC:
+        seconds -= _local_offset(local, year, month, day, hour, minute)
     frac_ns = int(fraction.ljust(9, "0")) if fraction else 0
     ts = seconds * _NS + frac_ns
     if not in_time_range(ts):
@@ -108,8 +123,9 @@ class Clock:
     year away from that reference date is taken to sit across a New Year boundary.
     """
 
-    def __init__(self, year_hint: int | None) -> None:
+    def __init__(self, year_hint: int | None, local: tzinfo = UTC) -> None:
         self.last_ns = 0
+        self._local = local
         self._default_year = year_hint if year_hint is not None else datetime.now(UTC).year
         self._ref_year: int | None = None
         self._ref_month = 1
@@ -214,7 +230,7 @@ class Clock:
         zone: str | None,
     ) -> int | None:
         try:
-            ts = to_ns(year, month, day, hms, frac, zone)
+            ts = to_ns(year, month, day, hms, frac, zone, self._local)
         except ValueError:
             return None
         self._ref_year, self._ref_month = year, month
@@ -231,6 +247,6 @@ class Clock:
             elif self._ref_month - month > _HALF_YEAR_MONTHS:
                 year += 1
         try:
-            return to_ns(year, month, day, hms, frac)
+            return to_ns(year, month, day, hms, frac, None, self._local)
         except ValueError:
             return None

@@ -18,6 +18,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from datetime import tzinfo
 from typing import Any, cast
 
 import faust
@@ -151,10 +152,11 @@ class Processor:
         self.dead_topic = topic_of(app, settings, topics.DEAD_LETTERS)
         # A log file whose lines name no host (`dmesg -T`) belongs to the one its name gives.
         named = SourceHosts(fabric.hosts())
+        local = settings.site.zone
         self.parsers = SnapshotCache(
             _table(app, settings, "log-parsers"),
-            lambda _key: _Parsers(named),
-            functools.partial(_Parsers.restore, named),
+            lambda _key: _Parsers(named, local),
+            functools.partial(_Parsers.restore, named, local),
             _Parsers.snapshot,
         )
         self.views_table = _table(app, settings, "job-views")
@@ -491,15 +493,18 @@ class Processor:
 class _Parsers:
     """The LogParsers of one job, one per source file."""
 
-    def __init__(self, named: SourceHosts, parsers: dict[str, LogParser] | None = None) -> None:
+    def __init__(
+        self, named: SourceHosts, local: tzinfo, parsers: dict[str, LogParser] | None = None
+    ) -> None:
         self.named = named
+        self.local = local
         self.by_source: dict[str, LogParser] = parsers or {}
 
     def parser(self, logs: wire.LogBatch) -> LogParser:
         p = self.by_source.get(logs.source)
         if p is None:
             hint = self.named.of(logs.source)
-            p = LogParser(logs.job_id, logs.source, logs.year, host_hint=hint)
+            p = LogParser(logs.job_id, logs.source, logs.year, hint, self.local)
             self.by_source[logs.source] = p
         return p
 
@@ -507,10 +512,11 @@ class _Parsers:
         return {"v": 1, "parsers": {s: p.snapshot() for s, p in self.by_source.items()}}
 
     @classmethod
-    def restore(cls, named: SourceHosts, snap: dict[str, Any]) -> _Parsers:
+    def restore(cls, named: SourceHosts, local: tzinfo, snap: dict[str, Any]) -> _Parsers:
         if snap.get("v") != 1:
             raise ValueError(f"unknown parser-set snapshot version {snap.get('v')!r}")
-        return cls(named, {s: LogParser.restore(p) for s, p in snap["parsers"].items()})
+        parsers = {s: LogParser.restore(p, local) for s, p in snap["parsers"].items()}
+        return cls(named, local, parsers)
 
 
 def _partition(key: bytes, partitions: int) -> int:
