@@ -83,7 +83,6 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             rate(10, M.IN_FCS_ERRORS, 0.5),
             rate(20, M.IN_FCS_ERRORS, 12.5),
             rate(30, M.IN_FCS_ERRORS, 40.0),
-            rate(30, M.SYMBOL_ERRORS, 3.0, "phy"),
             rate(40, M.IN_FCS_ERRORS, 0.0),  # clear for 10 s only: still latched
             rate(50, M.IN_FCS_ERRORS, 9.0),
             rate(60, M.IN_FCS_ERRORS, 0.0),
@@ -92,9 +91,52 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         ],
         [
             event(20, K.ERROR_BURST, 12.5, "in_fcs_errors at 12.5/s", "in_fcs_errors"),
-            event(30, K.ERROR_BURST, 3.0, "symbol_errors[phy] at 3/s", "symbol_errors[phy]"),
             event(130, K.ERROR_BURST, 2.0, "in_fcs_errors at 2/s", "in_fcs_errors"),
         ],
+    ),
+    # A healthy PAM4 link corrects tens of thousands of symbol errors a second, each link at
+    # its own level: none of it is a burst.
+    "steady_pre_fec_symbol_errors_of_a_healthy_link_are_no_burst": (
+        [rate(10 * k, M.SYMBOL_ERRORS, 5e4 * (1 + 0.3 * (k % 3)), "phy") for k in range(20)],
+        [],
+    ),
+    "a_hundredfold_rise_over_the_links_own_symbol_error_level_is_a_burst": (
+        [
+            *[rate(10 * k, M.SYMBOL_ERRORS, 5e4, "phy") for k in range(7)],
+            rate(70, M.SYMBOL_ERRORS, 4e6, "phy"),  # 80x: degrading (not learned), no burst yet
+            rate(80, M.SYMBOL_ERRORS, 6e6, "phy"),
+            rate(90, M.SYMBOL_ERRORS, 7e6, "phy"),  # still latched: no second event
+        ],
+        [
+            event(
+                80,
+                K.ERROR_BURST,
+                6e6,
+                "symbol_errors[phy] at 6e+06/s, its own level 5e+04/s",
+                "symbol_errors[phy]",
+            )
+        ],
+    ),
+    "symbol_errors_on_a_clean_link_fire_only_past_the_floor": (
+        [
+            *[rate(10 * k, M.SYMBOL_ERRORS, 0.0) for k in range(7)],
+            rate(70, M.SYMBOL_ERRORS, 500.0),  # below the floor: learned, the level is 50/s
+            rate(80, M.SYMBOL_ERRORS, 2000.0),  # past the floor, not 100x the level
+            rate(90, M.SYMBOL_ERRORS, 6000.0),
+        ],
+        [
+            event(
+                90,
+                K.ERROR_BURST,
+                6000.0,
+                "symbol_errors at 6e+03/s, its own level 50/s",
+                "symbol_errors",
+            )
+        ],
+    ),
+    "no_symbol_error_burst_before_the_links_level_is_known": (
+        [rate(10 * k, M.SYMBOL_ERRORS, 1e7) for k in range(3)],
+        [],
     ),
     "any_uncorrectable_fec_codeword_is_an_event": (
         [rate(10, M.FEC_UNCORRECTABLE, 0.0), rate(20, M.FEC_UNCORRECTABLE, 0.1, "fc:2")],

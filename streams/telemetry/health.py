@@ -31,10 +31,9 @@ K = LinkEventKind
 #: enum, lower-cased); TESTING and UNKNOWN say nothing either way and are ignored.
 DOWN_STATES = frozenset({"down", "lower_layer_down", "not_present", "dormant"})
 
-#: Counters whose rate is an error burst; each is latched on its own.
-ERROR_METRICS = frozenset(
-    {Metric.IN_ERRORS, Metric.IN_FCS_ERRORS, Metric.SYMBOL_ERRORS, Metric.OUT_ERRORS}
-)
+#: Counters of frames lost to errors, whose rate is an error burst; each is latched on its
+#: own. Pre-FEC symbol errors are not among them: see `_on_symbols`.
+ERROR_METRICS = frozenset({Metric.IN_ERRORS, Metric.IN_FCS_ERRORS, Metric.OUT_ERRORS})
 
 _PAUSE_DIRECTION = {Metric.PFC_RX_PAUSE: "rx", Metric.PFC_TX_PAUSE: "tx"}
 _PAUSE_MEANING = {
@@ -46,6 +45,7 @@ _PAUSE_MEANING = {
 WATCHED_METRICS = frozenset(
     {
         *ERROR_METRICS,
+        Metric.SYMBOL_ERRORS,
         *_PAUSE_DIRECTION,
         Metric.FEC_UNCORRECTABLE,
         Metric.RX_POWER_DBM,
@@ -80,7 +80,35 @@ class Thresholds(BaseModel):
     error_rate_per_s: float = Field(
         default=1.0,
         ge=0,
-        description="In/out errors, FCS or symbol errors per second for an ERROR_BURST.",
+        description="In/out errors or FCS errors (frames lost) per second for an ERROR_BURST.",
+    )
+    symbol_error_rise: float = Field(
+        default=100.0,
+        gt=1,
+        description="Pre-FEC symbol errors make an ERROR_BURST only at this many times the "
+        "link's own level: a healthy 200/400/800G PAM4 link shows them all the time (the FEC "
+        "corrects them), so their count says nothing; a hundredfold rise says the link is "
+        "degrading before frames are lost.",
+    )
+    symbol_error_floor_per_s: float = Field(
+        default=1000.0,
+        ge=0,
+        description="...and at least this many a second, so a link whose own level is nearly "
+        "zero (NRZ, or a very clean optic) does not fire on a few.",
+    )
+    symbol_baseline_samples: int = Field(
+        default=6,
+        ge=1,
+        description="Samples of a link's symbol errors before its level is trusted; none fire "
+        "before.",
+    )
+    symbol_baseline_alpha: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="Smoothing of a link's symbol-error level: an EWMA that learns only from "
+        "samples below a tenth of the rise (symbol_error_rise / 10 times the level, and the "
+        "floor), so a link degrading step by step does not teach it that degraded is normal.",
     )
     fec_uncorrectable_per_s: float = Field(
         default=0.0,
@@ -322,6 +350,8 @@ class LinkHealth:
             where = f"{metric}[{s.qualifier}]" if s.qualifier else str(metric)
             bad = s.rate >= t.error_rate_per_s
             return self._enter(s, K.ERROR_BURST, where, bad, f"{where} at {s.rate:.3g}/s")
+        if metric is Metric.SYMBOL_ERRORS:
+            return self._on_symbols(s)
         if metric is Metric.FEC_UNCORRECTABLE:
             bad = s.rate > t.fec_uncorrectable_per_s
             detail = f"uncorrectable FEC codewords at {s.rate:.3g}/s"
@@ -401,6 +431,28 @@ class LinkHealth:
             return []
         detail = f"negotiated {s.rate:g} Gb/s, down from {best.ewma:g} Gb/s"
         return [LinkEvent(s.ts_ns, s.device, s.interface, K.SPEED_DOWN, s.rate, detail)]
+
+    def _on_symbols(self, s: LinkSample) -> list[LinkEvent]:
+        """ERROR_BURST when pre-FEC symbol errors rise far above the link's own level. Every
+        PAM4 link shows them at some rate the FEC corrects, which differs from link to link
+        and optic to optic: judged as a count, every healthy 400G link was erroring."""
+        t = self.thresholds
+        key = (s.device, s.interface, s.metric)
+        baseline = self._baselines.get(key)
+        if baseline is None:
+            self._baselines[key] = _Baseline(s.rate, 1)
+            return []
+        where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
+        level = baseline.ewma
+        bad = baseline.samples >= t.symbol_baseline_samples and s.rate >= max(
+            t.symbol_error_floor_per_s, t.symbol_error_rise * level
+        )
+        detail = f"{where} at {s.rate:.3g}/s, its own level {level:.3g}/s"
+        events = self._enter(s, K.ERROR_BURST, where, bad, detail)
+        if s.rate < max(t.symbol_error_floor_per_s, t.symbol_error_rise / 10 * level):
+            baseline.ewma += t.symbol_baseline_alpha * (s.rate - level)
+            baseline.samples += 1
+        return events
 
     def _on_octets(self, s: LinkSample) -> list[LinkEvent]:
         """TRAFFIC_DROP against an EWMA baseline that is frozen while the drop lasts, so a
