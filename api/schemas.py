@@ -145,6 +145,12 @@ class CauseOut(BaseModel):
             f"{', '.join(Diagnosis)}; empty when unknown."
         ),
     )
+    tied: list[str] = Field(
+        default_factory=list,
+        description="When not empty, the evidence cannot tell the cause from these candidates "
+        "(link ids or node names, the cause first): they score within the attribution's tie "
+        "margin of it. Show them as a tie, not the first as the culprit.",
+    )
 
 
 class VerdictOut(BaseModel):
@@ -180,6 +186,7 @@ class VerdictOut(BaseModel):
                 node=v.cause_node,
                 confidence=v.confidence,
                 diagnosis=v.diagnosis,
+                tied=list(v.tied),
             ),
             candidates=[CandidateOut.from_record(i, c) for i, c in enumerate(ranked, 1)],
             evidence=[EvidenceOut.from_record(e) for e in v.evidence],
@@ -204,6 +211,7 @@ class VerdictOut(BaseModel):
             ranks=self.ranks,
             hosts=self.hosts,
             diagnosis=self.cause.diagnosis,
+            tied=tuple(self.cause.tied),
         )
 
 

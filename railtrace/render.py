@@ -19,6 +19,8 @@ _STATE_STYLE = {
 
 
 def cause_text(v: Verdict) -> str:
+    if v.tied:
+        return f"tie, the evidence cannot tell: {' | '.join(v.tied)}"
     side = f" ({DIAGNOSIS_TEXT.get(v.diagnosis, v.diagnosis)})" if v.diagnosis else ""
     if v.cause_kind == CauseKind.LINK and v.cause_link is not None:
         a, b = v.cause_link.a, v.cause_link.b

@@ -572,3 +572,7 @@ class Verdict:
     hosts: int = 0
     #: Which part failed, as far as the evidence tells (see `Diagnosis`); "" when unknown.
     diagnosis: str = ""
+    #: The candidates (link ids, node names) scoring within `judging.tie_margin` of the named
+    #: cause, the cause first: the evidence cannot tell them apart, and the verdict says so
+    #: rather than draw one culprit. Empty when the cause clearly leads.
+    tied: tuple[str, ...] = ()

@@ -104,6 +104,16 @@ def test_node_cause_verdict_names_the_node() -> None:
     assert alert.priority == Priority.NORMAL
 
 
+def test_a_tied_verdict_is_alerted_as_a_tie_not_as_its_first_candidate() -> None:
+    v = dataclasses.replace(verdict(), tied=("leaf03:Ethernet1/7--gpu-node-12:mlx5_3", "L2"))
+    p = verdict_alert(v, BASE).payload
+    assert p["blocks"][0]["text"]["text"] == (
+        "Job slurm-4242 stalled: a tie the evidence cannot tell apart: "
+        "leaf03:Ethernet1/7--gpu-node-12:mlx5_3 | L2"
+    )
+    assert "cause a tie the evidence cannot tell apart" in p["text"]
+
+
 def test_quarantine_alert_carries_node_reason_sdc_and_xid_escaped_for_mrkdwn() -> None:
     p = node_alert(node_event(), BASE).payload
     fields = [f["text"] for f in p["blocks"][1]["fields"]]

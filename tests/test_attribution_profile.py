@@ -84,6 +84,18 @@ def test_a_coin_toss_below_min_confidence_is_unknown_with_both_candidates_listed
     assert HOST_LINK in listed and len(listed) >= 2
 
 
+def test_two_candidates_within_the_tie_margin_make_a_flagged_tie_listing_both() -> None:
+    v = _verdict(DEFAULT_PROFILE)
+    other = f"hgx-su02-01:mlx5_0--{OTHER_LEAF}:{OTHER_PORT}"
+    assert set(v.tied) == {HOST_LINK, other} and v.tied[0] == v.cause_link.link_id
+    # One cable down alone is a clear culprit: no tie.
+    corr = Correlator(reference_fabric())
+    feed(corr, [r for r in _two_cables_down() if getattr(r, "device", "") != OTHER_LEAF])
+    (alone,) = corr.verdicts()
+    assert alone.cause_link is not None and alone.cause_link.link_id == HOST_LINK
+    assert alone.tied == ()
+
+
 def test_the_config_file_and_the_environment_set_the_profile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,17 @@ from kafka_support import ARTIFACTS, RAILTRACE, free_port
 from playwright.sync_api import sync_playwright
 
 from railtrace.simulate import Fault
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, NodeEvent
+from railtrace.store.rows import STRUCTURE_FACT_KINDS
+from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
+    Endpoint,
+    JobState,
+    NodeEvent,
+)
+
+#: A job whose two candidate cables score alike: its verdict is a flagged tie.
+TIED_JOB = "4242"
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -71,6 +81,23 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                           True, "quarantine", "Xid 79", False, "", "journalctl -k"),
             ]
         )  # fmt: skip
+        stalled = store.get_verdict(_stalled_job(truth))
+        assert stalled is not None and len(stalled.candidates) >= 2
+        first, second = (c.link for c in stalled.candidates[:2])
+        assert first is not None and second is not None
+        # The same job's structure under another id, so its paths are drawn as well.
+        facts = store.job_facts_of(stalled.job_id, STRUCTURE_FACT_KINDS)
+        store.write_job_facts([replace(f, job_id=TIED_JOB) for f in facts])
+        store.write_verdicts(
+            [
+                replace(
+                    stalled,
+                    job_id=TIED_JOB,
+                    state=JobState.STALLED,
+                    tied=(first.link_id, second.link_id),
+                )
+            ]
+        )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")},
         "RAILTRACE_API__TOKENS_FILE": str(base / "tokens.json"),
@@ -211,6 +238,21 @@ def test_the_culprit_link_page_shows_its_blast_radius_with_the_stalled_job_blame
     assert "yes" in row.inner_text() and "stalled" in row.inner_text()
     assert page.locator("#events").inner_text().count("down") >= 1
     assert page.locator("#chart-traffic polyline").count() >= 2
+    assert page.problems == []
+
+
+def test_a_tie_is_drawn_as_a_tie_with_no_one_culprit(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/incidents/{TIED_JOB}#token={served.token}")
+    _loaded(page)
+    cause = page.locator("#cause")
+    assert "tie" in cause.inner_text() and cause.get_attribute("class") == "tie mono"
+    assert page.locator("#fabric line.link.culprit").count() == 0
+    assert page.locator("#fabric circle.culprit").count() == 0
+    assert page.locator("#fabric line.link.tied").count() == 2
+    tied = {
+        page.locator("#fabric line.link.tied").nth(i).get_attribute("data-link") for i in range(2)
+    }
+    assert all(lid in cause.inner_text() for lid in tied)
     assert page.problems == []
 
 

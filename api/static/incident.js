@@ -200,7 +200,9 @@ function summaryCard(v) {
     el("h1", {}, `Job ${v.job_id} `, badge(v.state)),
     el("dl", { class: "facts" },
       el("dt", { text: "cause" }),
-      el("dd", { class: "culprit mono", id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
+      (cause.tied || []).length
+        ? el("dd", { class: "tie mono", id: "cause" }, "a tie the evidence cannot tell apart: ", cause.tied.join(" | "))
+        : el("dd", { class: "culprit mono", id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
       el("dt", { text: "side" }), el("dd", { id: "side", text: SIDES[cause.diagnosis] || "—" }),
       el("dt", { text: "confidence" }), el("dd", { text: `${Math.round(cause.confidence * 100)}%` }),
       el("dt", { text: v.state === "slow" ? "slow since" : "stalled at" }), el("dd", { class: "mono", text: v.stalled_at || "—" }),
@@ -225,8 +227,10 @@ function candidateTable(v) {
 const LAYER = { spine: 0, core: 0, leaf: 1, host: 2 };
 
 function fabricGraph(topology, verdict) {
-  const culprit = verdict.cause.link ? verdict.cause.link.id : null;
-  const culpritNode = verdict.cause.kind === "node" ? verdict.cause.node : null;
+  // A tie is drawn as a tie: no one link or node in red.
+  const tied = new Set(verdict.cause.tied || []);
+  const culprit = verdict.cause.link && !tied.size ? verdict.cause.link.id : null;
+  const culpritNode = verdict.cause.kind === "node" && !tied.size ? verdict.cause.node : null;
   const candidates = new Set(verdict.candidates.filter((c) => c.link).map((c) => c.link.id));
   const layers = [[], [], []];
   for (const d of topology.devices) layers[LAYER[d.role] ?? 1].push(d);
@@ -245,7 +249,7 @@ function fabricGraph(topology, verdict) {
     .map((l) => {
       const a = pos.get(l.a.device), b = pos.get(l.b.device);
       if (!a || !b) return null;
-      const kind = l.id === culprit ? "culprit" : candidates.has(l.id) ? "candidate" : "";
+      const kind = l.id === culprit ? "culprit" : tied.has(l.id) ? "tied" : candidates.has(l.id) ? "candidate" : "";
       const w = l.id === culprit ? 4 : 0.6 + 2.4 * (l.weight ?? 0.3);
       return svg("line", {
         class: `link ${kind}`, x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": w,

@@ -114,7 +114,9 @@ def _message(
 
 
 def cause_text(v: Verdict) -> str:
-    """The verdict's cause in words: the link with both ends, or the node."""
+    """The verdict's cause in words: the link with both ends, or the node; a tie as a tie."""
+    if v.tied:
+        return f"a tie the evidence cannot tell apart: {' | '.join(v.tied)}"
     if v.cause_kind is CauseKind.LINK and v.cause_link is not None:
         return f"link {_port(v.cause_link.a)} <-> {_port(v.cause_link.b)}"
     if v.cause_kind is CauseKind.NODE and v.cause_node:

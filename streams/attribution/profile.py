@@ -38,6 +38,14 @@ class JudgingRules(BaseModel):
         "the next) is below this is not named: the verdict says `unknown` and lists the "
         "candidates, since a confident wrong answer costs more than none.",
     )
+    tie_margin: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="A candidate scoring within this fraction of the best is tied with it: "
+        "the verdict names the best but flags the tie and lists the tied candidates, and no "
+        "page or alert draws one culprit.",
+    )
     max_candidates: int = Field(
         default=5, ge=1, le=50, description="Candidates a verdict lists, best first."
     )

@@ -379,6 +379,8 @@ def build_verdict(
     evidence = sorted(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
     )[: judging.max_evidence]
+    close = best.score * (1.0 - judging.tie_margin)
+    tied = [_named(c) for c in candidates if c.score >= close]
     return Verdict(
         view.job_id,
         state,
@@ -393,4 +395,9 @@ def build_verdict(
         ranks,
         hosts,
         str(diagnosis) if diagnosis else "",
+        tuple(tied) if len(tied) > 1 else (),
     )
+
+
+def _named(c: Candidate) -> str:
+    return c.link.link_id if c.link is not None else c.node or ""
