@@ -39,6 +39,14 @@ def _embedded(cap: Path, profile: AttributionProfile = DEFAULT_PROFILE) -> dict[
     return {v.job_id: VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts}
 
 
+def _railtrace(env: dict[str, str], *args: str) -> None:
+    """Run one railtrace command outside any stack, which must succeed."""
+    done = subprocess.run(
+        [RAILTRACE, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
     require_broker()
@@ -72,15 +80,7 @@ def test_one_changed_attribution_setting_changes_replay_and_live_alike(
     # The command reads the setting as the library was given it.
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
     env |= setting | {"RAILTRACE_STORE__DATA_DIR": str(tmp_path / "embedded")}
-    done = subprocess.run(
-        [RAILTRACE, "replay", str(cap)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    _railtrace(env, "replay", str(cap))
     store = ChdbStore(tmp_path / "embedded")
     try:
         stored = store.get_verdict(stalled)
@@ -194,15 +194,7 @@ def test_a_published_capture_is_stamped_now_not_at_its_own_months_old_time(
         "RAILTRACE_KAFKA__TOPIC_PREFIX": prefix,
     }
     before_ms = time.time() * 1000
-    done = subprocess.run(
-        [RAILTRACE, "replay", str(cap), "--kafka"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    _railtrace(env, "replay", str(cap), "--kafka")
     records = asyncio.run(read_records(f"{prefix}.raw.gnmi.v1"))
     assert records
     assert min(r.timestamp for r in records) >= before_ms - 60_000

@@ -432,15 +432,22 @@ class LinkHealth:
         detail = f"negotiated {s.rate:g} Gb/s, down from {best.ewma:g} Gb/s"
         return [LinkEvent(s.ts_ns, s.device, s.interface, K.SPEED_DOWN, s.rate, detail)]
 
+    def _baseline_of(self, s: LinkSample) -> _Baseline | None:
+        """The level `s`'s series has shown so far; None for its first sample, which
+        starts it."""
+        key = (s.device, s.interface, s.metric)
+        baseline = self._baselines.get(key)
+        if baseline is None:
+            self._baselines[key] = _Baseline(s.rate, 1)
+        return baseline
+
     def _on_symbols(self, s: LinkSample) -> list[LinkEvent]:
         """ERROR_BURST when pre-FEC symbol errors rise far above the link's own level. Every
         PAM4 link shows them at some rate the FEC corrects, which differs from link to link
         and optic to optic: judged as a count, every healthy 400G link was erroring."""
         t = self.thresholds
-        key = (s.device, s.interface, s.metric)
-        baseline = self._baselines.get(key)
+        baseline = self._baseline_of(s)
         if baseline is None:
-            self._baselines[key] = _Baseline(s.rate, 1)
             return []
         where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
         level = baseline.ewma
@@ -460,10 +467,8 @@ class LinkHealth:
         if s.qualifier:
             return []
         t = self.thresholds
-        key = (s.device, s.interface, s.metric)
-        baseline = self._baselines.get(key)
+        baseline = self._baseline_of(s)
         if baseline is None:
-            self._baselines[key] = _Baseline(s.rate, 1)
             return []
         trusted = (
             baseline.samples >= t.traffic_warmup_samples
