@@ -616,8 +616,8 @@ def profile(
     json_out: JsonOpt = False,
 ) -> None:
     """Show the attribution profile in effect: every threshold, weight, window and cadence that
-    link health and attribution judge by (the [attribution] settings), why each default is
-    what it is, and which ones this machine's config file or RAILTRACE_ATTRIBUTION__...
+    link health and attribution judge by (the attribution section of the settings), why each
+    default is what it is, and which ones this machine's config file or RAILTRACE_ATTRIBUTION__...
     variables change. replay, the workers and the API all judge by these."""
     from railtrace.render import profile_markdown, profile_table
     from railtrace.streams.attribution.profile import entries
