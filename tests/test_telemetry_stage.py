@@ -6,19 +6,25 @@ test_streaming_reliability.py; here its records are plain tuples shaped like aio
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any, NamedTuple
 
 import orjson
 import pytest
+from aiokafka import TopicPartition
 from aiokafka.partitioner import murmur2
 
+from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import LinkEventKind, Metric
 from railtrace.streams.telemetry import decode_message
-from railtrace.streams.worker.telemetry_stage import BatchOutput, DeviceStates
+from railtrace.streams.worker import telemetry_stage
+from railtrace.streams.worker.telemetry_stage import BatchOutput, DeviceStates, TelemetryStage
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.fabric import PortLinks
+from railtrace.topology.lldp import PlanIndex
 
 T0 = 1_780_000_000 * 10**9
 PARTITIONS = 4
@@ -255,3 +261,63 @@ def test_two_collector_replicas_sending_the_same_notifications_double_nothing(
             doubled.append(r._replace(offset=offsets[leaf]))
             offsets[leaf] += 1
     assert _flat(_fold(DeviceStates(links, PARTITIONS), doubled)) == once
+
+
+class _Assigned:
+    def __init__(self, tps: set[TopicPartition]) -> None:
+        self.tps = tps
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.tps
+
+
+class _Sent:
+    """A producer whose sends the broker acknowledged at once."""
+
+    async def send(self, *_: Any, **__: Any) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+def test_a_long_batch_hands_the_loop_back_so_heartbeats_keep_going(
+    links: PortLinks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consumer's heartbeats share the stage's event loop: a batch folded in one go on a
+    loaded machine outlasted the session timeout and the group dropped the stage. On a clock
+    where every record takes 20 ms, a task beside the fold must run every few records."""
+    clock = iter(itertools.count(step=0.02))
+    monkeypatch.setattr(telemetry_stage.time, "monotonic", lambda: next(clock))
+    settings = Settings(kafka={"topic_prefix": "t"})
+    stage = TelemetryStage(settings, links, PlanIndex.of_fabric(FABRIC))
+    records = [r._replace(topic="t.raw.gnmi.v1") for r in _stream(links)]
+    by_tp: dict[TopicPartition, list[Any]] = {}
+    for r in records:
+        by_tp.setdefault(TopicPartition(r.topic, r.partition), []).append(r)
+    stage.devices = DeviceStates(links, PARTITIONS)
+    stage._consumer = _Assigned(set(by_tp))  # type: ignore[assignment]
+    stage._producer = _Sent()  # type: ignore[assignment]
+
+    async def both() -> int:
+        turns = 0
+        done = False
+
+        async def beside() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(beside())
+        await asyncio.sleep(0)
+        started = turns
+        await stage._process(by_tp)
+        done = True
+        await ticker
+        return turns - started
+
+    turns = asyncio.run(both())
+    assert stage.counters["values"] > 0
+    # 72 records at 20 ms each and the loop handed back every 50 ms: once every three or four
+    # records (without it, twice in the whole batch).
+    assert len(records) == 72 and turns >= 72 // 4, turns
