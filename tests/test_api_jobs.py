@@ -60,6 +60,7 @@ def test_verdict_has_the_documented_shape(client: TestClient) -> None:
         "node": None,
         "confidence": 0.87,
         "diagnosis": "",
+        "tied": [],
     }
     first, second = body["candidates"]
     assert (first["rank"], first["kind"], first["link"]["id"], first["score"]) == (
