@@ -164,9 +164,6 @@ class ScoringRules(BaseModel):
         return round(min(1.0, base * (1.0 + min(0.5, math.log10(value / ref) / 6.0))), 4)
 
 
-DEFAULT_RULES = ScoringRules()
-
-
 class TimeWindow(BaseModel):
     """Anomalies count fully at the stall and fade with distance from it: the
     `attribution.window` section of the settings.
