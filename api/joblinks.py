@@ -97,5 +97,5 @@ class JobLinks:
     def _rebuild(self, store: Store, job_id: str) -> LinkWeights:
         correlator = Correlator(self.fabric, paths=self.paths)
         for fact in store.job_facts_of(job_id, STRUCTURE_FACT_KINDS):
-            correlator.observe(fact)
+            correlator.fold(fact)  # only the paths are wanted: nothing is judged
         return correlator.job_links(job_id)

@@ -331,6 +331,39 @@ def test_hang_evidence_arriving_out_of_order_gives_the_verdict_time_order_gives(
     assert got == want
 
 
+def test_a_batch_of_a_stalled_jobs_lines_is_judged_once_with_the_verdict_of_one_by_one(design):
+    """A streaming worker folds a batch's facts and judges each job once after it. Its batches
+    come file by file: the ranks whose files come after the first watchdog line bring their
+    channel lines to a job already stalled, each a change of paths, and judging after each
+    held the worker's event loop past its consumer session (the streamed pfc-storm test, 38 s
+    in one batch). Judged once, the verdict is the one record-by-record observation reaches."""
+    fault = T0 + 100 * S
+    down = LinkEvent(fault, "leaf-su01-r0", "swp32", LinkEventKind.DOWN)
+    late = fault + 600 * S
+    later_ranks = [
+        ChannelEdge(late, JOB, host, pid, "c1", channel, rank, 1 - rank, way, "NET", 0, ORIGIN)
+        for channel in range(1, 32)
+        for host, pid, rank, way in ((HOST_A, 100, 0, "send"), (HOST_B, 200, 1, "receive"))
+    ]
+    stalled = [*_job_facts(), down, _timeout(late, ran_for_s=600)]
+    one_by_one, batched = Correlator(_fabric(design)), Correlator(_fabric(design))
+    _feed(one_by_one, stalled)
+    _feed(batched, stalled)
+    for fact in later_ranks:
+        one_by_one.observe(fact)
+    before = batched.stats.evaluations
+    for fact in later_ranks:
+        batched.fold(fact)
+    assert batched.stats.evaluations == before, "folding judged"
+    batched.judge_pending()
+    assert batched.stats.evaluations == before + 1
+    assert batched.judge_pending() == []
+    assert one_by_one.stats.evaluations > before + len(later_ranks) // 2
+    (got,), (want,) = batched.verdicts(), one_by_one.verdicts()
+    assert got == want
+    assert got.state == JobState.STALLED and got.cause_kind == CauseKind.LINK
+
+
 def test_counter_resets_however_many_are_no_evidence(design):
     """A switch whose counters run backwards reports resets on every port the job uses: a
     reset says nothing about a link, and hundreds of them must not name one."""

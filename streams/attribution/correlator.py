@@ -1,10 +1,11 @@
 """The incremental attribution: link events and job facts in, verdicts out, in event time.
 
 `Correlator.observe` takes one record at a time and returns the verdicts that changed because
-of it. A verdict is a pure function of the evidence observed so far, including `decided_at_ns`:
-the earliest evidence time from which the current answer has held. So the embedded replay (one
-process, strict time order) and the streaming workers (records arriving per partition, link
-anomalies from a replicated table, re-evaluation on a timer) reach the same verdicts.
+of it (`fold` takes one without judging, `judge_pending` judges what was folded). A verdict is
+a pure function of the evidence observed so far, including `decided_at_ns`: the earliest
+evidence time from which the current answer has held. So the embedded replay (one process,
+strict time order) and the streaming workers (records arriving per partition, link anomalies
+from a replicated table, re-evaluation on a timer) reach the same verdicts.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class Correlator:
         self.now_ns = 0
         # (time a job's step reports become overdue, job id); stale entries are skipped.
         self._due: list[tuple[int, str]] = []
+        #: Jobs that folded records concern, judged by `judge_pending`.
+        self._pending: set[str] = set()
 
     def use_fabric(self, fabric: Fabric) -> None:
         """Judge on `fabric` from now on: the same plan with the cables LLDP found miswired
@@ -116,15 +119,31 @@ class Correlator:
 
     def observe(self, record: LinkEvent | JobFact) -> list[Verdict]:
         """Take one record and return the verdicts it changed (a job's latest only)."""
+        self.fold(record)
+        return self.judge_pending()
+
+    def fold(self, record: LinkEvent | JobFact) -> None:
+        """Take one record without judging: the jobs it concerns wait for `judge_pending`.
+
+        A streaming batch brings hundreds of one job's facts at once (every rank's watchdog
+        line); judging a large stalled job after each would hold the worker's event loop for
+        many seconds, and only the batch's last verdict is published. The verdict judged
+        after the batch is the one `observe` would have reached after its last record: it
+        reads only the evidence and event time, not the order they were judged in."""
         # Event time moves first: the record is judged at its own time, so a step report that
         # ends a silence is not judged as if the silence still held.
         self.now_ns = max(self.now_ns, record.ts_ns)
         if isinstance(record, LinkEvent):
-            changed = self._on_link_event(record)
+            self._on_link_event(record)
         else:
-            changed = self._on_fact(record)
-        changed += self._overdue(self.now_ns)
-        return list({v.job_id: v for v in changed}.values())
+            self._on_fact(record)
+        self._overdue(self.now_ns)
+
+    def judge_pending(self, also: Iterable[str] = ()) -> list[Verdict]:
+        """Judge the jobs folded records concern, and the jobs in `also`, once each; returns
+        the verdicts that changed."""
+        pending, self._pending = self._pending | set(also), set()
+        return self.reevaluate(pending) if pending else []
 
     def advance(self, now_ns: int) -> list[Verdict]:
         """Move event time on to `now_ns` and re-judge the jobs whose step reports became
@@ -134,28 +153,26 @@ class Correlator:
         if now_ns <= self.now_ns:
             return []
         self.now_ns = now_ns
-        return self._overdue(now_ns)
+        self._overdue(now_ns)
+        return self.judge_pending()
 
-    def _overdue(self, now_ns: int) -> list[Verdict]:
-        due: set[str] = set()
+    def _overdue(self, now_ns: int) -> None:
         while self._due and self._due[0][0] <= now_ns:
             _, job_id = heapq.heappop(self._due)
             job = self._jobs.get(job_id)
             at = job.view.pace.overdue_at() if job is not None else None
             if at is not None and at <= now_ns:
-                due.add(job_id)
-        return self.reevaluate(due) if due else []
+                self._pending.add(job_id)
 
-    def _on_link_event(self, event: LinkEvent) -> list[Verdict]:
+    def _on_link_event(self, event: LinkEvent) -> None:
         self.stats.link_events += 1
         lid = self.resolve(event.device, event.interface)
         if lid is None or self.local_history is None:
-            return []
-        if not self.local_history.add(lid, event):
-            return []
-        return self.reevaluate(self._jobs_on_link.get(lid, ()))
+            return
+        if self.local_history.add(lid, event):
+            self._pending.update(self._jobs_on_link.get(lid, ()))
 
-    def _on_fact(self, fact: JobFact) -> list[Verdict]:
+    def _on_fact(self, fact: JobFact) -> None:
         self.stats.facts += 1
         job = self._jobs.get(fact.job_id)
         if job is None:
@@ -170,12 +187,10 @@ class Correlator:
             self._schedule(job)
             if stalled:  # a job judged stalled from its silence may have resumed
                 change |= Change.EVIDENCE
-        if change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
-            return self.reevaluate([fact.job_id])
-        if job.verdict is None:
-            job.verdict = self._answer(job, None)
-            return [job.verdict]
-        return []
+        # A job's first fact gives it a verdict; later ones re-judge it when they change its
+        # evidence (or its paths, once it is in trouble).
+        if job.verdict is None or change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
+            self._pending.add(fact.job_id)
 
     def reevaluate(self, job_ids: Iterable[str] | None = None) -> list[Verdict]:
         """Re-judge jobs (default: every stalled, slow or silent one) and return the verdicts

@@ -263,7 +263,7 @@ class Processor:
                     for i, line in enumerate(logs.lines):
                         for fact in parser.feed(line, logs.first_line_no + i):
                             facts_out[logs.job_id].append(fact)
-                            verdicts.extend(self.correlator.observe(fact))
+                            self.correlator.fold(fact)
                     # Garbled lines of a good message: reported as they happen, as the
                     # embedded replay stores them.
                     for bad in parser.stats.dead_letters:
@@ -271,9 +271,11 @@ class Processor:
                         dead.append(await self._dead(event, reason, bad.raw))
                     parser.stats.dead_letters.clear()
                     touched.add(key)
-                # Healthy jobs' verdicts (ranks, hosts) are refreshed once per batch, not per fact.
+                # Each job is judged once per batch, not per fact (a large job's watchdog
+                # lines come by the hundred); healthy jobs' verdicts (ranks, hosts) are
+                # refreshed with them.
                 jobs = touched | placed
-                verdicts.extend(self.correlator.reevaluate(k.decode() for k in jobs))
+                verdicts.extend(self.correlator.judge_pending(k.decode() for k in jobs))
                 await self._delivered(
                     dead
                     + await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
@@ -316,7 +318,7 @@ class Processor:
             if view is not None and view.knows(placement):
                 continue  # delivered again (a restart before the offset was committed)
             facts_out[placement.job_id].append(placement)
-            verdicts.extend(self.correlator.observe(placement))
+            self.correlator.fold(placement)
             placed.add(key)
             uncabled = hosts_not_cabled(placement, self.correlator.fabric.host_nics)
             if uncabled is not None:
