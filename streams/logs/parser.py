@@ -22,7 +22,7 @@ from .common import NOWHERE, Malformed, Where
 from .envdump import EnvRules
 from .kernel import KernelRules
 from .nccl import NcclRules, match_prefix
-from .progress import ProgressRules
+from .progress import ProgressRules, latest_reports
 from .pytorch import TorchRules
 from .ras import RasRules
 from .timestamps import Clock
@@ -138,6 +138,8 @@ class LogParser:
                     facts.extend(self._piece(piece, line_no))
                 except Malformed as exc:
                     problem = problem or exc
+            if len(pieces) > 1:
+                facts = latest_reports(facts)
         except Exception as exc:  # the contract is "never raises": report it instead
             problem = Malformed("internal", f"parser error {type(exc).__name__}: {exc}")
         stats.facts += len(facts)

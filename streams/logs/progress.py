@@ -2,12 +2,25 @@
 
 A hang is silent until PyTorch's watchdog fires (ten minutes by default) and a gray failure
 never makes NCCL complain at all; the step lines are what show both early: they stop, or they
-slow down. Two families are read:
+slow down. These families are read:
 
 - Megatron-LM: `iteration  201/  250000 | consumed samples: ... | elapsed time per iteration
   (ms): 139113.4 | ...`, time stamped by the `[YYYY-MM-DD HH:MM:SS]` it prints before;
 - torchtitan: `[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss: ...
-  tps: 7,282 ...`, whose stamp has no brackets and is read here.
+  tps: 7,282 ...`, whose stamp has no brackets and is read here;
+- NeMo 2's progress printer: `Training epoch 0, iteration 120/149 | lr: ... | global_step: 120
+  | ... | train_step_timing in s: 0.03146`;
+- DeepSpeed's throughput timer: `epoch=0/micro_step=34/global_step=34,
+  RunningAvgSamplesPerSec=..., CurrSamplesPerSec=8.009...` (before 0.8: `0/17,
+  RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...`). Its pace is in samples per second, kept
+  in `tokens_per_s` as the job's own throughput unit, for comparison with the job's earlier
+  reports only (a job that also prints a step time, Megatron-DeepSpeed's line or the Trainer's
+  bar, has two kinds of report, not to be judged together). Its `step=10, skipped=0,
+  lr=[...]` lines carry no pace, and the older `0/40, SamplesPerSec=...` is an average since
+  the start, which hides a slowdown: neither is a report;
+- tqdm progress bars of PyTorch Lightning (NeMo 1 too) and of Hugging Face Transformers'
+  Trainer, see `progress_bars`. The Trainer's `{'loss': ..., 'epoch': ...}` dicts carry no
+  step time and are not reports.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ import re
 
 from ..records import JobFact, LogOrigin, Progress
 from .common import Malformed, Where
+from .progress_bars import positive, read_bar
 from .timestamps import to_ns
 
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
@@ -30,6 +44,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _TITAN_STAMP = re.compile(
     r"\[titan\] (\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
 )
+_NEMO = re.compile(r"\bTraining epoch \d+, iteration (\d+)/(\d+) \|")
+_NEMO_TIMING = re.compile(r"\btrain_step_timing in s: ([^\s|]*)")
+# The global step (since 0.8) or, before, the step count after the epoch.
+_DS_STEP = re.compile(r"(?:/global_step=|\b\d+/)(\d+), RunningAvgSamplesPerSec=")
+_DS_RATE = re.compile(r"\bCurrSamplesPerSec=([^,\s]*)")
 
 
 class ProgressRules:
@@ -78,7 +97,34 @@ class ProgressRules:
                 except ValueError as exc:
                     raise Malformed("progress", f"torchtitan stamp unreadable: {exc}") from exc
             return [self._fact(ts_ns, int(m.group(1)), None, rate, line_no, where)]
-        return []
+        if "train_step_timing in s: " in text:
+            return [self._nemo(text, ts_ns, line_no, where)]
+        if "CurrSamplesPerSec=" in text:
+            return [self._deepspeed(text, ts_ns, line_no, where)]
+        bar = read_bar(text)
+        if bar is None:
+            return []
+        return [self._fact(ts_ns, bar.step, bar.step_ms, None, line_no, where, bar.total)]
+
+    def _nemo(self, text: str, ts_ns: int, line_no: int, where: Where) -> Progress:
+        """NeMo 2's line; its iteration counts up to `max_steps` when the run sets one, as
+        NeMo 2's LLM recipes do."""
+        m = _NEMO.search(text)
+        timing = _NEMO_TIMING.search(text)
+        if m is None or timing is None:
+            raise Malformed("progress", "NeMo step line without its iteration or step time")
+        step_ms = 1000.0 * positive(timing.group(1), "NeMo train_step_timing")
+        return self._fact(ts_ns, int(m.group(1)), step_ms, None, line_no, where, int(m.group(2)))
+
+    def _deepspeed(self, text: str, ts_ns: int, line_no: int, where: Where) -> Progress:
+        """DeepSpeed's throughput line: `CurrSamplesPerSec` is the last step's, the running
+        average would hide a slowdown behind the job's whole history."""
+        m = _DS_STEP.search(text)
+        rate = _DS_RATE.search(text)
+        if m is None or rate is None:
+            raise Malformed("progress", "DeepSpeed throughput line without its step or rate")
+        samples_per_s = positive(rate.group(1), "DeepSpeed CurrSamplesPerSec")
+        return self._fact(ts_ns, int(m.group(1)), None, samples_per_s, line_no, where)
 
     def _fact(
         self,
@@ -100,3 +146,24 @@ class ProgressRules:
             LogOrigin(self._source, line_no),
             total,
         )
+
+
+def latest_reports(facts: list[JobFact]) -> list[JobFact]:
+    """The facts of one input line without the step reports that a later one of the same
+    instant replaces.
+
+    A progress bar redraws its line with CR, so one line can hold hundreds of renders, all
+    carrying the line's one time (the stamp a shipper put before it, or the last one seen).
+    Of reports at one instant only the newest is true of it; the pace check would otherwise
+    keep the oldest, as it ignores a report no newer than the last it took.
+    """
+    newest: set[int] = set()
+    kept: list[JobFact] = []
+    for fact in reversed(facts):
+        if isinstance(fact, Progress):
+            if fact.ts_ns in newest:
+                continue
+            newest.add(fact.ts_ns)
+        kept.append(fact)
+    kept.reverse()
+    return kept
