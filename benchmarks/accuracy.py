@@ -40,7 +40,17 @@ hang came from outside the fabric (`app-hang`: the only right answer is to blame
 The timing columns cover every affected job whatever its verdict; times are event time.
 
 The calibration table bins the blames on affected jobs by confidence and gives the share that
-were top-1 in each bin: a calibrated confidence of 0.9 is right about 90% of the time.
+were top-1 in each bin and the bin's mean confidence: a calibrated confidence of 0.9 is right
+about 90% of the time. The expected calibration error is the bins' gap between the two,
+weighted by their blames.
+
+`--world` grades on randomized worlds (`railtrace.world`: fabric shapes, routing, vendors,
+sampling, trainers, cadences, stamps, NCCL_DEBUG levels and faults drawn per seed, its traffic
+routed by its own model of the switches, never by railtrace's) instead of the simulator:
+`--nodes` takes sizes and `random` (each world draws its own), one table per size by fault
+kind, then one per randomized dimension, the calibration table, and the count of blames at
+confidence >= 0.6 that were wrong. Run: .venv/bin/python benchmarks/accuracy.py --world
+--nodes 64,288,random --incidents 1000 --workers 2
 """
 
 from __future__ import annotations
@@ -63,10 +73,13 @@ from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.settings import Settings
 from railtrace.simulate import Fault, write_capture
 from railtrace.simulate.logs import NCCL_DEBUG_LEVELS
-from railtrace.streams.records import CauseKind, JobState, Verdict
+from railtrace.streams.records import CauseKind, JobState, LinkRef, Verdict
+from railtrace.world.dimensions import DIMENSION_NAMES
 
 #: The job groups a score falls in.
 FABRIC, NON_FABRIC, HEALTHY = "fabric", "non-fabric", "healthy"
+#: `--nodes random`: each world draws its own size.
+RANDOM = "random"
 #: Lower edges of the calibration bins after the first: [0, .2), [.2, .4), ..., [.8, 1].
 CALIBRATION_EDGES = (0.2, 0.4, 0.6, 0.8)
 NS = 1e9
@@ -101,18 +114,32 @@ class JobScore:
         return self.group != HEALTHY
 
 
+def _link_name(a: tuple[str, str], b: tuple[str, str]) -> str:
+    """A cable named by its two ends, sorted: the simulator's link ids and the world's cable
+    names are compared on what they are, not on how either spells an id."""
+    return "--".join(sorted(f"{device}:{interface}" for device, interface in (a, b)))
+
+
 def _culprit(want: dict[str, Any]) -> str | None:
     if want.get("cause") == "link":
-        return (want.get("link") or {}).get("id")
+        link = want.get("link") or {}
+        if "a" in link and "b" in link:
+            ends = link["a"], link["b"]
+            return _link_name(*((e["device"], e["interface"]) for e in ends))
+        return link.get("id")
     if want.get("cause") == "node":
         node: str | None = want.get("node")
         return node
     return None
 
 
+def _ref_name(ref: LinkRef) -> str:
+    return _link_name((ref.a.device, ref.a.interface), (ref.b.device, ref.b.interface))
+
+
 def _blamed_name(v: Verdict) -> str | None:
     if v.cause_kind == CauseKind.LINK:
-        return v.cause_link.link_id if v.cause_link is not None else None
+        return _ref_name(v.cause_link) if v.cause_link is not None else None
     if v.cause_kind == CauseKind.NODE:
         return v.cause_node
     return None
@@ -148,7 +175,7 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
         return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, no, 0.0)
     if group == FABRIC:
         right = culprit is not None and v.cause_kind == cause and _blamed_name(v) == culprit
-        names = [(str(c.kind), c.link.link_id if c.link else c.node) for c in v.candidates[:3]]
+        names = [(str(c.kind), _ref_name(c.link) if c.link else c.node) for c in v.candidates[:3]]
         top1 = state_ok and right
         top3 = top1 or (culprit is not None and (cause, culprit) in names)
     else:
@@ -267,22 +294,36 @@ class CalibrationBin:
     high: float
     blames: int
     right: int
+    confidence: float = 0.0  # the mean confidence of the bin's blames
 
     @property
     def share(self) -> float | None:
         return self.right / self.blames if self.blames else None
 
 
+def expected_calibration_error(bins: Sequence[CalibrationBin]) -> float | None:
+    """The blames' mean gap between confidence and being right, bin by bin, weighted by the
+    bins' sizes: 0 when blames at confidence c are right c of the time."""
+    n = sum(b.blames for b in bins)
+    if not n:
+        return None
+    return sum(b.blames / n * abs((b.share or 0.0) - b.confidence) for b in bins if b.blames)
+
+
 def calibration(scores: Iterable[JobScore]) -> list[CalibrationBin]:
     """Blames on affected jobs binned by confidence, with how many of each bin were top-1."""
-    counts = [[0, 0] for _ in range(len(CALIBRATION_EDGES) + 1)]
+    counts: list[list[float]] = [[0, 0, 0.0] for _ in range(len(CALIBRATION_EDGES) + 1)]
     for s in scores:
         if s.affected and s.blamed:
             b = counts[bisect.bisect_right(CALIBRATION_EDGES, s.confidence)]
             b[0] += 1
             b[1] += s.top1
+            b[2] += s.confidence
     edges = (0.0, *CALIBRATION_EDGES, 1.0)
-    return [CalibrationBin(edges[i], edges[i + 1], n, r) for i, (n, r) in enumerate(counts)]
+    return [
+        CalibrationBin(edges[i], edges[i + 1], int(n), int(r), c / n if n else 0.0)
+        for i, (n, r, c) in enumerate(counts)
+    ]
 
 
 # --- formatting ---------------------------------------------------------------------------
@@ -323,7 +364,7 @@ def _median(xs: Sequence[float]) -> str:
     return str(round(statistics.median(xs))) if xs else "-"  # round: no "-0"
 
 
-def format_row(case: str, t: Tally) -> str:
+def format_row(case: str, t: Tally, first_width: int = COLUMNS[0][1]) -> str:
     cells = (
         case,
         str(t.incidents),
@@ -343,24 +384,28 @@ def format_row(case: str, t: Tally) -> str:
         f"{sum(t.before_watchdog) / len(t.before_watchdog):.0%}" if t.before_watchdog else "-",
     )
     first, *rest = zip(cells, (w for _, w in COLUMNS), strict=True)
-    return " ".join([f"{first[0]:<{first[1]}}", *(f"{c:>{w}}" for c, w in rest)])
+    return " ".join([f"{first[0]:<{first_width}}", *(f"{c:>{w}}" for c, w in rest)])
 
 
 def format_table(rows: dict[str, Tally]) -> list[str]:
     (name, width), *rest = COLUMNS
+    width = max([width, *(len(case) for case in rows)])
     head = " ".join([f"{name:<{width}}", *(f"{n:>{w}}" for n, w in rest)])
-    lines = [head, *(format_row(case, t) for case, t in rows.items())]
-    lines.append(format_row("total", total(rows.values())))
+    lines = [head, *(format_row(case, t, width) for case, t in rows.items())]
+    lines.append(format_row("total", total(rows.values()), width))
     return lines
 
 
 def format_calibration(bins: Sequence[CalibrationBin]) -> list[str]:
-    lines = [f"{'confidence':<12} {'blames':>7} {'top-1':>6} {'share':>6}"]
+    lines = [f"{'confidence':<12} {'blames':>7} {'top-1':>6} {'share':>6} {'mean cf':>7}"]
     for b in bins:
         share = f"{b.share:.0%}" if b.share is not None else "-"
+        mean = f"{b.confidence:.2f}" if b.blames else "-"
         close = "]" if b.high >= 1.0 else ")"
         label = f"[{b.low:.1f}, {b.high:.1f}{close}"
-        lines.append(f"{label:<12} {b.blames:>7} {b.right:>6} {share:>6}")
+        lines.append(f"{label:<12} {b.blames:>7} {b.right:>6} {share:>6} {mean:>7}")
+    ece = expected_calibration_error(bins)
+    lines.append(f"expected calibration error: {ece:.3f}" if ece is not None else "no blames")
     return lines
 
 
@@ -402,11 +447,14 @@ def run_one(task: Task) -> Incident:
 
 
 def _sizes(text: str) -> list[int]:
+    """Node counts; `random` (0 here) draws each world's size, with --world only."""
     try:
-        sizes = [int(s) for s in text.split(",") if s.strip()]
+        sizes = [0 if s.strip() == RANDOM else int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of node counts: {text!r}") from None
-    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(
+            f"not a comma list of node counts (or {RANDOM!r}): {text!r}"
+        ) from None
+    if not sizes or min(sizes) < 0:
         raise argparse.ArgumentTypeError(f"node counts must be positive: {text!r}")
     return list(dict.fromkeys(sizes))
 
@@ -467,11 +515,20 @@ def _parse_args() -> argparse.Namespace:
         default=["INFO"],
         help="comma list of the jobs' NCCL_DEBUG levels: INFO, WARN, unset",
     )
+    ap.add_argument(
+        "--world",
+        action="store_true",
+        help="randomized worlds (railtrace.world) instead of the simulator: --nodes may say "
+        "'random', --cases and --nccl-debug are drawn per world, tables are cut per dimension",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--watchdog", type=int, default=600, help="PyTorch watchdog timeout, s")
     args = ap.parse_args()
+    if 0 in args.nodes and not args.world:
+        ap.error(f"--nodes {RANDOM} needs --world: the simulator's fabrics have a fixed size")
     if args.incidents is not None:
-        args.seeds = math.ceil(args.incidents / (len(args.cases) * len(args.nodes)))
+        kinds = 1 if args.world else len(args.cases)
+        args.seeds = math.ceil(args.incidents / (kinds * len(args.nodes)))
     elif args.seeds is None:
         args.seeds = 15
     if args.seeds < 1:
@@ -508,6 +565,9 @@ def run_all(tasks: list[Task], workers: int) -> tuple[list[Incident], list[str]]
 
 def main() -> None:
     args = _parse_args()
+    if args.world:
+        world_main(args)
+        return
     sizes: list[int] = args.nodes
     cases: list[str] = args.cases
     levels: list[str] = args.nccl_debug
@@ -551,6 +611,126 @@ def main() -> None:
         scores = (s for r in done if r.level == level for s in r.scores)
         print("\n".join(format_calibration(calibration(scores))))
     jobs = sum(len(r.scores) for r in done)
+    per_incident = wall / len(done) if done else float("nan")
+    print(
+        f"\n{len(done)} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
+        f"{per_incident:.1f} s per incident with {args.workers} workers"
+    )
+    if failed:
+        print(f"{len(failed)} incidents failed:", *failed, sep="\n  ", file=sys.stderr)
+        sys.exit(1)
+
+
+# --- randomized worlds ------------------------------------------------------------------
+
+WorldTask = tuple[int, int, int]  # nodes (0: drawn), seed, watchdog
+#: No blame at this confidence or above may be wrong (the target).
+CONFIDENT = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class WorldIncident:
+    size: str  # the --nodes entry it ran under ("64", "random")
+    nodes: int
+    seed: int
+    fault: str
+    buckets: dict[str, str]
+    scores: list[JobScore]
+    seconds: float
+
+
+def run_world(task: WorldTask) -> WorldIncident:
+    from zoneinfo import ZoneInfo
+
+    from railtrace.world.capture import write_world
+
+    nodes, seed, watchdog = task
+    started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="railtrace-world-"))
+    try:
+        truth = write_world(work, seed, nodes or None, watchdog_s=watchdog)
+        # The profile as a deployment reads it; the site's zone is the world's own.
+        settings = Settings()
+        report = replay(
+            open_capture(work),
+            DiscardSink(),
+            profile=settings.attribution,
+            local=ZoneInfo(truth["site_zone"]),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    scores = score_incident(truth, report.verdicts)
+    size = str(nodes) if nodes else RANDOM
+    dims = truth["dimensions"]
+    return WorldIncident(
+        size,
+        dims["nodes"],
+        seed,
+        dims["fault"],
+        truth["buckets"],
+        scores,
+        time.perf_counter() - started,
+    )
+
+
+def confident_wrong(scores: Iterable[JobScore]) -> tuple[int, int]:
+    """(wrong, all) blames at confidence >= CONFIDENT: wrong is a blame on a healthy job or a
+    blame that is not top-1."""
+    wrong = every = 0
+    for s in scores:
+        if s.blamed and s.confidence >= CONFIDENT:
+            every += 1
+            wrong += not s.top1
+    return wrong, every
+
+
+def world_main(args: argparse.Namespace) -> None:
+    sizes: list[int] = args.nodes
+    tasks: list[WorldTask] = [
+        (n, seed, args.watchdog) for seed in range(1, args.seeds + 1) for n in sizes
+    ]
+    progress = _Progress(len(tasks))
+    done: list[WorldIncident] = []
+    failed: list[str] = []
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        futures = {pool.submit(run_world, t): t for t in tasks}
+        for fut in as_completed(futures):
+            try:
+                done.append(fut.result())
+            except Exception as exc:
+                n, seed, _ = futures[fut]
+                failed.append(f"{n or RANDOM} nodes seed {seed}: {exc!r}{_where(exc)}")
+                progress.step(failed=True)
+            else:
+                progress.step()
+    wall = time.perf_counter() - started
+    done.sort(key=lambda r: (sizes.index(int(r.size) if r.size != RANDOM else 0), r.seed))
+    print(f"randomized worlds: watchdog {args.watchdog} s, {args.seeds} seeds per size")
+    for n in sizes:
+        label = str(n) if n else RANDOM
+        mine = [r for r in done if r.size == label]
+        if not mine:
+            continue
+        per = statistics.mean(r.seconds for r in mine)
+        spread = (
+            f", {min(r.nodes for r in mine)}-{max(r.nodes for r in mine)} nodes" if not n else ""
+        )
+        print(f"\n{label} nodes{spread}: {len(mine)} incidents, {per:.1f} s per incident")
+        print("\n".join(format_table(tally((r.fault, r.scores) for r in mine))))
+    if len(sizes) > 1:
+        print(f"\nall sizes: {len(done)} incidents")
+        print("\n".join(format_table(tally((r.fault, r.scores) for r in done))))
+    for dim in DIMENSION_NAMES:
+        rows = tally((r.buckets[dim], r.scores) for r in sorted(done, key=lambda r: r.buckets[dim]))
+        print(f"\nby {dim}")
+        print("\n".join(format_table(rows)))
+    every = [s for r in done for s in r.scores]
+    print("\ncalibration: blames on affected jobs by confidence")
+    print("\n".join(format_calibration(calibration(every))))
+    wrong, confident = confident_wrong(every)
+    print(f"blames at confidence >= {CONFIDENT}: {confident}, wrong: {wrong}")
+    jobs = len(every)
     per_incident = wall / len(done) if done else float("nan")
     print(
         f"\n{len(done)} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
