@@ -893,3 +893,43 @@ def test_the_workers_read_zoneless_stamps_in_the_site_zone_also_after_a_restore(
     restored = _Parsers.restore(named, berlin, orjson.loads(orjson.dumps(parsers.snapshot())))
     (again,) = restored.parser(batch).feed(line, 2)
     assert again.ts_ns == summer_utc
+
+
+def test_a_verdict_judged_before_the_timer_rejudged_the_job_is_sent_as_the_job_is_now(
+    tmp_path: Path, scenario: Scenario, hung: JobLogs
+) -> None:
+    """A batch judges its jobs, then waits on the broker for its facts before it sends the
+    verdicts. The timer may run in that wait, re-judge a job on link events that arrived
+    meanwhile and send the newer verdict; the batch's older one, sent after it, was then the
+    job's last word at the sink (a streamed gpu-xid verdict kept stale candidates so)."""
+    assert scenario.fault_link is not None and scenario.fault_at_ns is not None
+    w = make_worker(tmp_path, scenario.fabric)
+    down = LinkEvent(
+        scenario.fault_at_ns,
+        scenario.fault_link.a.device,
+        scenario.fault_link.a.interface,
+        LinkEventKind.DOWN,
+        0.0,
+        "oper-status down",
+    )
+    judged: list[Verdict] = []
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            await agent.put_batches(hung.batches())
+            await agent.drain()
+            older = w.processor.correlator.verdict_of(hung.job_id)
+            assert older is not None
+            judged.append(older)
+            # Link events arrive and the timer re-judges and sends...
+            w.processor.history.add(scenario.fault_link.link_id, down)
+            await w.processor._reevaluate()
+            # ...and the waiting batch now sends what it had judged.
+            await w.processor._delivered(await w.processor._send_verdicts([older]))
+
+    run(go())
+    newer = w.processor.correlator.verdict_of(hung.job_id)
+    assert newer is not None and newer != judged[0], "the timer changed nothing: proves nothing"
+    assert newer.cause_link == scenario.fault_link
+    last = list(decoded(w.verdicts()[-1:]))
+    assert last == [newer]

@@ -509,6 +509,11 @@ class Correlator:
         job = self._jobs.get(job_id)
         return {} if job is None else dict(self._job_weights(job))
 
+    def verdict_of(self, job_id: str) -> Verdict | None:
+        """The job's latest verdict, None for a job not held (or not judged yet)."""
+        job = self._jobs.get(job_id)
+        return None if job is None else job.verdict
+
     def job_view(self, job_id: str) -> JobView | None:
         job = self._jobs.get(job_id)
         return None if job is None else job.view

@@ -358,12 +358,19 @@ class Processor:
         return []
 
     async def _send_verdicts(self, verdicts: list[Verdict]) -> list[Any]:
+        """Send each job's verdict as the correlator holds it at the moment of sending, not as
+        it was when `verdicts` were judged: a batch waits on the broker between judging and
+        sending, the timer may re-judge a job and send the newer verdict meanwhile, and the
+        older one sent after it would be the job's last word at the sink."""
         latest = {v.job_id: v for v in verdicts}
         self.counters["verdicts"] += len(latest)
-        return [
-            await self.verdicts_topic.send(key=job_id.encode(), value=wire.encode_records([v]))
-            for job_id, v in sorted(latest.items())
-        ]
+        sent = []
+        for job_id, judged in sorted(latest.items()):
+            v = self.correlator.verdict_of(job_id) or judged
+            sent.append(
+                await self.verdicts_topic.send(key=job_id.encode(), value=wire.encode_records([v]))
+            )
+        return sent
 
     async def _reevaluate(self) -> None:
         """The timer: adopt the jobs of this worker's partitions that only its table holds
