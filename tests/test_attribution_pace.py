@@ -597,3 +597,32 @@ def test_reports_without_rising_step_numbers_give_no_step_time():
         pace.add(_report(i * EVERY_S, step=7))
     assert pace.interval_ns() == EVERY_S * S
     assert pace.step_ns() is None
+
+
+def test_a_fault_anywhere_in_a_long_report_interval_before_a_slowdown_is_at_its_onset():
+    """Reports every 100 s (Megatron's default log interval at 1 s a step): a port down to
+    half speed 90 s before the first slow report began the slowdown as surely as one 1 s
+    before it; measured from that report, it weighed exp(-90/90) and the job's culprit went
+    unnamed (the world's speed-down incidents at long cadences)."""
+    every = 100
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    normal = [_report(i * every, 100.0, step=i) for i in range(1, n + 1)]
+    slow = [_report(i * every, 150.0, step=i) for i in range(n + 1, n + 2 + SLOW_REPORTS)]
+    first_slow = slow[0].ts_ns
+    port = Endpoint(LEAF, LEAF_PORT)
+
+    def verdict(before_s: int) -> Verdict:
+        at = first_slow - before_s * S
+        event = LinkEvent(at, port.device, port.interface, LinkEventKind.SPEED_DOWN, 400.0)
+        corr = Correlator(fabric())
+        feed(corr, [*job_facts(), *normal, *slow, event])
+        return _only(corr.verdicts())
+
+    early, late = verdict(90), verdict(1)
+    assert late.state == JobState.SLOW and late.cause_link is not None
+    assert early.state == JobState.SLOW and early.cause_link == late.cause_link
+    assert early.confidence == pytest.approx(late.confidence)
+    # The report before the first slow one may have averaged in some slow steps; before the
+    # interval it covered, the job kept its normal pace through the fault: no cause.
+    assert verdict(every + every // 2).cause_link == late.cause_link
+    assert verdict(2 * every + 5).cause_kind == CauseKind.UNKNOWN

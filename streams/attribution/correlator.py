@@ -307,6 +307,13 @@ class Correlator:
         slow = state == JobState.SLOW
         survived = self._survived_until(job.view, since, upto_ns, slow)
         survivable = None if slow else STATE_CHANGES
+        # A slowdown is seen only at the report after it began, and the report before that
+        # gave the mean of steps some of which may already have been slow: it began somewhere
+        # in those two intervals, however long the job's cadence makes them, and an anomaly
+        # anywhere in them is at its onset.
+        onset_from = survived if slow and job.view.pace.onset_prev_ns is not None else None
+        if onset_from is not None:
+            lo = min(lo, onset_from)
         events = {
             lid: hits
             for lid in weights
@@ -320,7 +327,7 @@ class Correlator:
         }
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
         victims, sources = self._pfc_spread(events, lo, hi)
-        obs = Observations(weights, events, seen, victims, sources, job.inferred)
+        obs = Observations(weights, events, seen, victims, sources, job.inferred, onset_from)
         return build_verdict(
             job.view, obs, self.fabric, self.profile, since, upto_ns, state, pace_evidence
         )

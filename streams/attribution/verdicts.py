@@ -51,6 +51,17 @@ class Observations:
     pfc_sources: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: The weights are the placement's mesh, not flows the job's channels showed.
     paths_inferred: bool = False
+    #: For a slowdown, the earliest time it may have begun: anomalies from then to the
+    #: trouble's time count as at it (None: the trouble began at its time).
+    onset_from_ns: int | None = None
+
+
+def _onset(event_ns: int, stalled_at: int, onset_from_ns: int | None) -> int:
+    """The time of the trouble an anomaly at `event_ns` is measured from: itself when it lies
+    in the span the trouble may have begun in, else that span's nearer end."""
+    if onset_from_ns is None:
+        return stalled_at
+    return min(max(event_ns, onset_from_ns), stalled_at)
 
 
 def _drop_slack_ns(profile: AttributionProfile) -> int:
@@ -133,7 +144,7 @@ def _link_candidate(
     scored = [
         (
             rules.kind(e.kind, e.value, slow)
-            * window.factor(e.ts_ns, stalled_at)
+            * window.factor(e.ts_ns, _onset(e.ts_ns, stalled_at, obs.onset_from_ns))
             * (rules.pfc_victim_factor if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
             e,
         )
