@@ -44,6 +44,10 @@ were top-1 in each bin and the bin's mean confidence: a calibrated confidence of
 about 90% of the time. The expected calibration error is the bins' gap between the two,
 weighted by their blames.
 
+A job whose truth says the evidence cannot tell its culprit (`undecidable`, with the reason:
+a slowdown of a job that prints no step line) is right only when its verdict blames nothing
+or flags a tie that holds the culprit; the world run prints how many there were.
+
 `--world` grades on randomized worlds (`railtrace.world`: fabric shapes, routing, vendors,
 sampling, trainers, cadences, stamps, NCCL_DEBUG levels and faults drawn per seed, its traffic
 routed by its own model of the switches, never by railtrace's) instead of the simulator:
@@ -58,6 +62,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import math
+import re
 import shutil
 import statistics
 import sys
@@ -108,6 +113,8 @@ class JobScore:
     after_fault_s: float | None = None
     lead_s: float | None = None
     before_watchdog: bool | None = None
+    #: The truth says the evidence cannot tell this job's culprit (see `_undecidable`).
+    undecidable: bool = False
 
     @property
     def affected(self) -> bool:
@@ -170,6 +177,8 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
     group = FABRIC if cause in ("link", "node") else NON_FABRIC
     culprit = _culprit(want)
     state_ok = seen == want["state"]
+    if want.get("undecidable"):
+        return _undecidable(job_id, group, want, v, culprit)
     if v is None:  # never seen: nothing right, nothing blamed
         no = False
         return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, no, 0.0)
@@ -209,6 +218,35 @@ def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore
         before_watchdog=decided < watchdog_at
         if decided is not None and watchdog_at is not None
         else None,
+    )
+
+
+def _undecidable(
+    job_id: str, group: str, want: dict[str, Any], v: Verdict | None, culprit: str | None
+) -> JobScore:
+    """A job whose culprit the evidence cannot tell (the truth says why): right only when the
+    verdict blames nothing, or flags a tie that holds the culprit."""
+    seen = str(v.state) if v is not None else "missing"
+    blamed = v is not None and v.cause_kind != CauseKind.UNKNOWN
+    tied = set()
+    if v is not None:
+        refs = {c.link.link_id: c.link for c in v.candidates if c.link is not None}
+        tied = {_ref_name(refs[t]) if t in refs else t for t in v.tied}
+    right = not blamed or (culprit is not None and culprit in tied)
+    return JobScore(
+        job_id,
+        group,
+        want["state"],
+        seen,
+        blamed,
+        state_ok=right,
+        top1=right,
+        top3=right,
+        kind_ok=right,
+        side_ok=right,
+        false_blame=not right,
+        confidence=v.confidence if v is not None else 0.0,
+        undecidable=True,
     )
 
 
@@ -673,6 +711,18 @@ def run_world(task: WorldTask) -> WorldIncident:
     )
 
 
+def _bucket_order(label: str) -> tuple[float, str]:
+    """Range labels ("<=1s", "1-5s", ">60s") by their numbers, other labels by name."""
+    m = re.match(r"(<=|>)?(\d+(?:\.\d+)?)", label)
+    if m is None:
+        return (math.inf, label)
+    value = float(m.group(2))
+    return (
+        value - 0.5 if m.group(1) == "<=" else value + 0.5 if m.group(1) == ">" else value,
+        label,
+    )
+
+
 def confident_wrong(scores: Iterable[JobScore]) -> tuple[int, int]:
     """(wrong, all) blames at confidence >= CONFIDENT: wrong is a blame on a healthy job or a
     blame that is not top-1."""
@@ -722,7 +772,8 @@ def world_main(args: argparse.Namespace) -> None:
         print(f"\nall sizes: {len(done)} incidents")
         print("\n".join(format_table(tally((r.fault, r.scores) for r in done))))
     for dim in DIMENSION_NAMES:
-        rows = tally((r.buckets[dim], r.scores) for r in sorted(done, key=lambda r: r.buckets[dim]))
+        ordered = sorted(done, key=lambda r: _bucket_order(r.buckets[dim]))
+        rows = tally((r.buckets[dim], r.scores) for r in ordered)
         print(f"\nby {dim}")
         print("\n".join(format_table(rows)))
     every = [s for r in done for s in r.scores]
@@ -730,6 +781,13 @@ def world_main(args: argparse.Namespace) -> None:
     print("\n".join(format_calibration(calibration(every))))
     wrong, confident = confident_wrong(every)
     print(f"blames at confidence >= {CONFIDENT}: {confident}, wrong: {wrong}")
+    undecidable = [s for s in every if s.undecidable]
+    affected = [s for s in every if s.affected]
+    print(
+        f"undecidable (the evidence cannot tell; right only as unknown or a flagged tie): "
+        f"{len(undecidable)} of {len(affected)} affected jobs, {sum(s.top1 for s in undecidable)} "
+        "answered so"
+    )
     jobs = len(every)
     per_incident = wall / len(done) if done else float("nan")
     print(

@@ -353,3 +353,31 @@ def test_the_side_is_right_only_when_the_diagnosis_names_the_truths() -> None:
     assert _one(truth, named).side_ok
     assert not _one(truth, wrong_side).side_ok
     assert _one(truth, wrong_side).top1  # the right cable, the wrong end of it
+
+
+# --- jobs whose culprit the evidence cannot tell -------------------------------------------------
+
+
+def _undecidable_truth() -> dict[str, Any]:
+    why = "the trainer prints no step line: a slowdown cannot be seen"
+    return _truth(j1=_truth_job(state="slow", undecidable=why))
+
+
+def test_an_undecidable_job_answered_unknown_is_right() -> None:
+    s = _one(_undecidable_truth(), _verdict(state=JobState.HEALTHY))
+    assert s.undecidable and s.top1 and s.top3 and not s.false_blame
+
+
+def test_an_undecidable_job_blamed_outright_is_wrong_even_on_its_culprit() -> None:
+    s = _one(_undecidable_truth(), _verdict(state=JobState.SLOW, link="L1"))
+    assert s.undecidable and not s.top1 and s.false_blame
+
+
+def test_an_undecidable_job_with_a_flagged_tie_holding_its_culprit_is_right() -> None:
+    cands = (_link_candidate("L1", 0.5), _link_candidate("L2", 0.49))
+    tied = dataclasses.replace(
+        _verdict(state=JobState.SLOW, link="L2", candidates=cands), tied=("L2", "L1")
+    )
+    assert _one(_undecidable_truth(), tied).top1
+    elsewhere = dataclasses.replace(tied, tied=("L2", "L3"))
+    assert not _one(_undecidable_truth(), elsewhere).top1

@@ -140,6 +140,9 @@ def truth(inc: Incident, zone: str) -> dict[str, Any]:
         else:
             cause = "unknown"
         affected = strike is not None and state != "healthy"
+        undecidable = None
+        if state == "slow" and inc.dims.trainer == "silent":
+            undecidable = "the trainer prints no step line: a slowdown cannot be seen"
         jobs[job.job_id] = {
             "hosts": len(job.hosts),
             "ranks": job.ranks,
@@ -150,6 +153,9 @@ def truth(inc: Incident, zone: str) -> dict[str, Any]:
             "link": _cable_json(strike.cable) if affected and strike else None,
             "node": strike.node if affected and strike else None,
             "place": strike.place if strike else None,
+            # Why the evidence cannot tell the culprit, when it cannot: only `unknown` (or a
+            # flagged tie holding the culprit) is then right.
+            "undecidable": undecidable,
             "fault_at_ns": strike.at_ns if strike else None,
             "stalled_at_ns": job.stalled_ns,
             "slow_at_ns": job.slowed_ns,
