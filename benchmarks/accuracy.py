@@ -601,6 +601,18 @@ def run_all(tasks: list[Task], workers: int) -> tuple[list[Incident], list[str]]
     return done, failed
 
 
+def _finish(incidents: int, jobs: int, wall: float, workers: int, failed: list[str]) -> None:
+    """The totals line, then the incidents that raised (and exit status 1 if any did)."""
+    per_incident = wall / incidents if incidents else float("nan")
+    print(
+        f"\n{incidents} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
+        f"{per_incident:.1f} s per incident with {workers} workers"
+    )
+    if failed:
+        print(f"{len(failed)} incidents failed:", *failed, sep="\n  ", file=sys.stderr)
+        sys.exit(1)
+
+
 def main() -> None:
     args = _parse_args()
     if args.world:
@@ -648,15 +660,7 @@ def main() -> None:
         print(f"\ncalibration: blames on affected jobs by confidence, NCCL_DEBUG={level}")
         scores = (s for r in done if r.level == level for s in r.scores)
         print("\n".join(format_calibration(calibration(scores))))
-    jobs = sum(len(r.scores) for r in done)
-    per_incident = wall / len(done) if done else float("nan")
-    print(
-        f"\n{len(done)} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
-        f"{per_incident:.1f} s per incident with {args.workers} workers"
-    )
-    if failed:
-        print(f"{len(failed)} incidents failed:", *failed, sep="\n  ", file=sys.stderr)
-        sys.exit(1)
+    _finish(len(done), sum(len(r.scores) for r in done), wall, args.workers, failed)
 
 
 # --- randomized worlds ------------------------------------------------------------------
@@ -788,15 +792,7 @@ def world_main(args: argparse.Namespace) -> None:
         f"{len(undecidable)} of {len(affected)} affected jobs, {sum(s.top1 for s in undecidable)} "
         "answered so"
     )
-    jobs = len(every)
-    per_incident = wall / len(done) if done else float("nan")
-    print(
-        f"\n{len(done)} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
-        f"{per_incident:.1f} s per incident with {args.workers} workers"
-    )
-    if failed:
-        print(f"{len(failed)} incidents failed:", *failed, sep="\n  ", file=sys.stderr)
-        sys.exit(1)
+    _finish(len(done), len(every), wall, args.workers, failed)
 
 
 if __name__ == "__main__":

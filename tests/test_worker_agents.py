@@ -298,6 +298,15 @@ def _shortest_rank_log(logs: JobLogs) -> int:
     return min(len(lines) for source, lines in logs.files.items() if source.endswith(".log"))
 
 
+def _fault_down(sc: Scenario) -> LinkEvent:
+    """The faulty link's DOWN, as the telemetry stage reports it from the link's first end."""
+    assert sc.fault_link is not None and sc.fault_at_ns is not None
+    end = sc.fault_link.a
+    return LinkEvent(
+        sc.fault_at_ns, end.device, end.interface, LinkEventKind.DOWN, 0.0, "oper-status down"
+    )
+
+
 def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
     saved = worker.table("log-parsers").get(job_id.encode())
     assert saved is not None, f"no parser snapshot for {job_id}"
@@ -541,14 +550,7 @@ def test_a_worker_taking_over_a_job_publishes_the_verdict_its_link_history_gives
 
     run(on_a())
     (published_by_a,) = [v for v in decoded(a.verdicts()[-1:])]
-    down = LinkEvent(
-        scenario.fault_at_ns,
-        scenario.fault_link.a.device,
-        scenario.fault_link.a.interface,
-        LinkEventKind.DOWN,
-        0.0,
-        "oper-status down",
-    )
+    down = _fault_down(scenario)
     b = make_worker(tmp_path / "b", scenario.fabric)
     b.processor.history.add(scenario.fault_link.link_id, down)
 
@@ -904,14 +906,7 @@ def test_a_verdict_judged_before_the_timer_rejudged_the_job_is_sent_as_the_job_i
     job's last word at the sink (a streamed gpu-xid verdict kept stale candidates so)."""
     assert scenario.fault_link is not None and scenario.fault_at_ns is not None
     w = make_worker(tmp_path, scenario.fabric)
-    down = LinkEvent(
-        scenario.fault_at_ns,
-        scenario.fault_link.a.device,
-        scenario.fault_link.a.interface,
-        LinkEventKind.DOWN,
-        0.0,
-        "oper-status down",
-    )
+    down = _fault_down(scenario)
     judged: list[Verdict] = []
 
     async def go() -> None:

@@ -2,51 +2,16 @@
 (the record layout of tests/fixtures/scheduler/scontrol-show-job-d-2025-*.txt), so a capture
 taken at NCCL_DEBUG=WARN or unset still says where each job ran.
 
-The node list is compressed the way Slurm prints it (`hgx-su01-[01-32],hgx-su02-[01-08]`),
-written here from the host names, independently of the expansion railtrace reads it with.
+The node list is compressed the way Slurm prints it (`hgx-su01-[01-32],hgx-su02-[01-08]`) by
+the randomized world's writer, independently of the expansion railtrace reads it with.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 from railtrace.simulate.scenario import NS, Scenario, SimJob
-
-_TAIL = re.compile(r"^(.*?)(\d+)$")
-
-
-def compress(hosts: list[str]) -> str:
-    """Consecutive numbers of one prefix and width folded into brackets, in host order."""
-    groups: list[tuple[str, int, list[int]]] = []
-    for host in hosts:
-        m = _TAIL.match(host)
-        if m is None:
-            groups.append((host, -1, []))
-            continue
-        prefix, digits = m.group(1), m.group(2)
-        if groups and groups[-1][0] == prefix and groups[-1][1] == len(digits):
-            groups[-1][2].append(int(digits))
-        else:
-            groups.append((prefix, len(digits), [int(digits)]))
-    parts = []
-    for prefix, width, numbers in groups:
-        if width < 0:
-            parts.append(prefix)
-            continue
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}")
-            continue
-        ranges, start = [], numbers[0]
-        for prev, cur in zip(numbers, [*numbers[1:], None], strict=True):
-            if cur != prev + 1:
-                ranges.append(
-                    f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}"
-                )
-                if cur is not None:
-                    start = cur
-        parts.append(f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
+from railtrace.world.capture import hostlist
 
 
 def _stamp(ns: int) -> str:
@@ -54,7 +19,7 @@ def _stamp(ns: int) -> str:
 
 
 def scontrol_record(job: SimJob) -> str:
-    nodes = compress(job.hosts)
+    nodes = hostlist(job.hosts)
     start = _stamp(job.started_ns)
     limit = _stamp(job.started_ns + 2 * 86_400 * NS)
     n = len(job.hosts)
