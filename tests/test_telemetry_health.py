@@ -117,6 +117,61 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
             )
         ],
     ),
+    # 8.4e10 B/s is 2e7 frames a second: 3 errors a second is 1.5e-7 of them, and rising
+    # with the traffic it stays that share.
+    "errors_that_only_rose_with_the_traffic_are_no_burst": (
+        [
+            *[
+                r
+                for k in range(8)
+                for r in (rate(10 * k, M.IN_OCTETS, 8.4e9), rate(10 * k, M.IN_FCS_ERRORS, 0.3))
+            ],
+            *[
+                r
+                for k in range(8, 12)
+                for r in (rate(10 * k, M.IN_OCTETS, 8.4e10), rate(10 * k, M.IN_FCS_ERRORS, 3.0))
+            ],
+        ],
+        [],
+    ),
+    # 1 error a second in 2e7 frames is 5e-8 of them: under the floor, the link's own level.
+    "errors_far_above_a_busy_links_own_ratio_are_a_burst": (
+        [
+            *[rate(10 * k, M.IN_OCTETS, 8.4e10) for k in range(3)],
+            *[
+                r
+                for k in range(3, 10)
+                for r in (rate(10 * k, M.IN_OCTETS, 8.4e10), rate(10 * k, M.IN_FCS_ERRORS, 1.0))
+            ],
+            rate(100, M.IN_OCTETS, 8.4e10),
+            rate(100, M.IN_FCS_ERRORS, 400.0),
+        ],
+        [
+            event(
+                100,
+                K.ERROR_BURST,
+                400.0,
+                "in_fcs_errors at 400/s, 2e-05 of its frames (its own level 5e-08)",
+                "in_fcs_errors",
+            )
+        ],
+    ),
+    "a_busy_links_first_errors_over_the_floor_ratio_are_a_burst_before_it_has_a_level": (
+        [
+            *[rate(10 * k, M.IN_OCTETS, 8.4e10) for k in range(3)],
+            rate(30, M.IN_OCTETS, 8.4e10),
+            rate(30, M.IN_FCS_ERRORS, 50.0),
+        ],
+        [
+            event(
+                30,
+                K.ERROR_BURST,
+                50.0,
+                "in_fcs_errors at 50/s, 2.5e-06 of its frames",
+                "in_fcs_errors",
+            )
+        ],
+    ),
     "symbol_errors_on_a_clean_link_fire_only_past_the_floor": (
         [
             *[rate(10 * k, M.SYMBOL_ERRORS, 0.0) for k in range(7)],

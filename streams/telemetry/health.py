@@ -80,7 +80,43 @@ class Thresholds(BaseModel):
     error_rate_per_s: float = Field(
         default=1.0,
         ge=0,
-        description="In/out errors or FCS errors (frames lost) per second for an ERROR_BURST.",
+        description="In/out errors or FCS errors (frames lost) need at least this many a "
+        "second for an ERROR_BURST, so a few errors on a nearly idle link (a large share of "
+        "few frames) do not fire. A link whose traffic is not known yet is judged on this "
+        "alone.",
+    )
+    error_ratio_min: float = Field(
+        default=1e-7,
+        gt=0,
+        description="...and, on a link whose traffic is known, errors per frame it carries of at "
+        "least this: about three times the frame error ratio 802.3's worst allowed bit error "
+        "ratio (1e-12) gives 4 KB frames, so a count that only rose with the traffic is none.",
+    )
+    error_ratio_rise: float = Field(
+        default=10.0,
+        gt=1,
+        description="...and at least this many times the link's own error ratio, once "
+        "error_baseline_samples samples have taught it: a link that always loses a few frames "
+        "in a hundred million is that link's normal.",
+    )
+    error_baseline_samples: int = Field(
+        default=6,
+        ge=1,
+        description="Samples of a link's error ratio below the bar before its own level is "
+        "trusted; until then only error_ratio_min applies.",
+    )
+    error_baseline_alpha: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="Smoothing of a link's own error ratio: an EWMA that learns only from "
+        "samples that were no burst.",
+    )
+    frame_bytes: float = Field(
+        default=4200.0,
+        gt=0,
+        description="Bytes per frame to count a link's frames from its octets: RoCE's 4096-byte "
+        "MTU with its headers (smaller frames make the ratio seem higher, never lower).",
     )
     symbol_error_rise: float = Field(
         default=100.0,
@@ -347,9 +383,7 @@ class LinkHealth:
         self._seen[series] = s.ts_ns
         t = self.thresholds
         if metric in ERROR_METRICS:
-            where = f"{metric}[{s.qualifier}]" if s.qualifier else str(metric)
-            bad = s.rate >= t.error_rate_per_s
-            return self._enter(s, K.ERROR_BURST, where, bad, f"{where} at {s.rate:.3g}/s")
+            return self._on_errors(s)
         if metric is Metric.SYMBOL_ERRORS:
             return self._on_symbols(s)
         if metric is Metric.FEC_UNCORRECTABLE:
@@ -440,6 +474,48 @@ class LinkHealth:
         if baseline is None:
             self._baselines[key] = _Baseline(s.rate, 1)
         return baseline
+
+    def _on_errors(self, s: LinkSample) -> list[LinkEvent]:
+        """ERROR_BURST on the share of frames lost, against the link's own share: errors
+        counted per second rise with the traffic, and a busy link's few lost frames a second
+        were a burst to the count and nothing to the ratio. The frames are counted from the
+        link's traffic baseline in the errors' direction (frozen while its traffic is dropped,
+        so a stalled job's link keeps the frames it normally carries)."""
+        t = self.thresholds
+        where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
+        way = Metric.OUT_OCTETS if s.metric is Metric.OUT_ERRORS else Metric.IN_OCTETS
+        traffic = self._baselines.get((s.device, s.interface, way))
+        known = traffic is not None and traffic.samples >= t.traffic_warmup_samples
+        frames = traffic.ewma / t.frame_bytes if traffic is not None and known else 0.0
+        if s.rate < t.error_rate_per_s:
+            bad, detail = False, ""
+        elif frames <= 0:
+            bad, detail = True, f"{where} at {s.rate:.3g}/s"
+        else:
+            ratio = s.rate / frames
+            key = (s.device, s.interface, s.metric)
+            level = self._baselines.get(key)
+            own = level.ewma if level is not None else 0.0
+            trusted = level is not None and level.samples >= t.error_baseline_samples
+            bar = max(t.error_ratio_min, t.error_ratio_rise * own if trusted else 0.0)
+            bad = ratio >= bar
+            detail = f"{where} at {s.rate:.3g}/s, {ratio:.2g} of its frames"
+            if trusted:
+                detail += f" (its own level {own:.2g})"
+        events = self._enter(s, K.ERROR_BURST, where, bad, detail)
+        if not bad and frames > 0:
+            self._learn_error_ratio(s, s.rate / frames)
+        return events
+
+    def _learn_error_ratio(self, s: LinkSample, ratio: float) -> None:
+        """Teach the link's own error ratio with a sample that was no burst."""
+        key = (s.device, s.interface, s.metric)
+        level = self._baselines.get(key)
+        if level is None:
+            self._baselines[key] = _Baseline(ratio, 1)
+            return
+        level.ewma += self.thresholds.error_baseline_alpha * (ratio - level.ewma)
+        level.samples += 1
 
     def _on_symbols(self, s: LinkSample) -> list[LinkEvent]:
         """ERROR_BURST when pre-FEC symbol errors rise far above the link's own level. Every
