@@ -68,17 +68,19 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.settings import Settings
 from railtrace.simulate import Fault, write_capture
 from railtrace.simulate.logs import NCCL_DEBUG_LEVELS
 from railtrace.streams.records import CauseKind, JobState, LinkRef, Verdict
+from railtrace.world.capture import write_world
 from railtrace.world.dimensions import DIMENSION_NAMES
 
 #: The job groups a score falls in.
@@ -463,24 +465,35 @@ class Incident:
     seconds: float  # simulate + replay, in the worker
 
 
-def run_one(task: Task) -> Incident:
-    nodes, case, seed, watchdog, level = task
-    started = time.perf_counter()
+def _replayed(write: Callable[[Path], dict[str, Any]]) -> tuple[dict[str, Any], list[JobScore]]:
+    """Write one capture with `write` (which returns its truth) into a scratch folder, replay
+    it and score it. The attribution profile is read as a deployment reads it
+    (RAILTRACE_ATTRIBUTION__... or the config file), so a changed setting is measured by the
+    same run; the site's zone is the capture's own when its truth names one (a world's)."""
     work = Path(tempfile.mkdtemp(prefix="railtrace-acc-"))
     try:
-        truth = write_capture(work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level)
-        # The attribution profile as a deployment reads it (RAILTRACE_ATTRIBUTION__... or the
-        # config file), so a changed setting is measured by the same run.
+        truth = write(work)
         settings = Settings()
+        zone = truth.get("site_zone")
         report = replay(
             open_capture(work),
             DiscardSink(),
             profile=settings.attribution,
-            local=settings.site.zone,
+            local=ZoneInfo(zone) if zone else settings.site.zone,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    scores = score_incident(truth, report.verdicts)
+    return truth, score_incident(truth, report.verdicts)
+
+
+def run_one(task: Task) -> Incident:
+    nodes, case, seed, watchdog, level = task
+    started = time.perf_counter()
+    _, scores = _replayed(
+        lambda work: write_capture(
+            work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level
+        )
+    )
     return Incident(nodes, case, seed, level, scores, time.perf_counter() - started)
 
 
@@ -682,30 +695,14 @@ class WorldIncident:
 
 
 def run_world(task: WorldTask) -> WorldIncident:
-    from zoneinfo import ZoneInfo
-
-    from railtrace.world.capture import write_world
-
     nodes, seed, watchdog = task
     started = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="railtrace-world-"))
-    try:
-        truth = write_world(work, seed, nodes or None, watchdog_s=watchdog)
-        # The profile as a deployment reads it; the site's zone is the world's own.
-        settings = Settings()
-        report = replay(
-            open_capture(work),
-            DiscardSink(),
-            profile=settings.attribution,
-            local=ZoneInfo(truth["site_zone"]),
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    scores = score_incident(truth, report.verdicts)
-    size = str(nodes) if nodes else RANDOM
+    truth, scores = _replayed(
+        lambda work: write_world(work, seed, nodes or None, watchdog_s=watchdog)
+    )
     dims = truth["dimensions"]
     return WorldIncident(
-        size,
+        str(nodes) if nodes else RANDOM,
         dims["nodes"],
         seed,
         dims["fault"],

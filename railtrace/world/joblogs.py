@@ -282,10 +282,11 @@ def _kernel(p: _Printer, inc: Incident, strike: Strike) -> LogFile | None:
     ):
         return None
     host, nic = cable.a.device, cable.a.name
-    index = int(nic.rsplit("_", 1)[1]) // inc.cluster.planes
-    bus = NIC_BUSES[index % len(NIC_BUSES)]
-    pci = f"0000:{bus}:00.{int(nic.rsplit('_', 1)[1]) % inc.cluster.planes}"
-    netdev = f"enp{int(bus, 16)}s0np{int(nic.rsplit('_', 1)[1]) % inc.cluster.planes}"
+    # mlx5_<rail * planes + plane>: one PCI function per plane of the rail's NIC.
+    rail, plane = divmod(int(nic.rsplit("_", 1)[1]), inc.cluster.planes)
+    bus = NIC_BUSES[rail % len(NIC_BUSES)]
+    pci = f"0000:{bus}:00.{plane}"
+    netdev = f"enp{int(bus, 16)}s0np{plane}"
     f = LogFile(f"{host}.dmesg")
     t = strike.at_ns
     if strike.fault == "nic-down":

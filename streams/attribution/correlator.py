@@ -143,7 +143,7 @@ class Correlator:
         """Judge the jobs folded records concern, and the jobs in `also`, once each; returns
         the verdicts that changed."""
         pending, self._pending = self._pending | set(also), set()
-        return self.reevaluate(pending) if pending else []
+        return self.reevaluate(pending)
 
     def advance(self, now_ns: int) -> list[Verdict]:
         """Move event time on to `now_ns` and re-judge the jobs whose step reports became

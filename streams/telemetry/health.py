@@ -208,6 +208,11 @@ class _Baseline:
     ewma: float
     samples: int
 
+    def learn(self, value: float, alpha: float) -> None:
+        """Move the level towards `value` (an EWMA) and count the sample."""
+        self.ewma += alpha * (value - self.ewma)
+        self.samples += 1
+
 
 class LinkHealth:
     """Per-interface state machines over TelemetryValues (oper-status) and LinkSamples.
@@ -485,37 +490,31 @@ class LinkHealth:
         where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
         way = Metric.OUT_OCTETS if s.metric is Metric.OUT_ERRORS else Metric.IN_OCTETS
         traffic = self._baselines.get((s.device, s.interface, way))
-        known = traffic is not None and traffic.samples >= t.traffic_warmup_samples
-        frames = traffic.ewma / t.frame_bytes if traffic is not None and known else 0.0
+        frames = 0.0
+        if traffic is not None and traffic.samples >= t.traffic_warmup_samples:
+            frames = traffic.ewma / t.frame_bytes
+        key = (s.device, s.interface, s.metric)
+        level = self._baselines.get(key)
         if s.rate < t.error_rate_per_s:
             bad, detail = False, ""
         elif frames <= 0:
             bad, detail = True, f"{where} at {s.rate:.3g}/s"
         else:
             ratio = s.rate / frames
-            key = (s.device, s.interface, s.metric)
-            level = self._baselines.get(key)
-            own = level.ewma if level is not None else 0.0
             trusted = level is not None and level.samples >= t.error_baseline_samples
-            bar = max(t.error_ratio_min, t.error_ratio_rise * own if trusted else 0.0)
-            bad = ratio >= bar
+            own = level.ewma if level is not None and trusted else 0.0
+            bad = ratio >= max(t.error_ratio_min, t.error_ratio_rise * own)
             detail = f"{where} at {s.rate:.3g}/s, {ratio:.2g} of its frames"
             if trusted:
                 detail += f" (its own level {own:.2g})"
         events = self._enter(s, K.ERROR_BURST, where, bad, detail)
         if not bad and frames > 0:
-            self._learn_error_ratio(s, s.rate / frames)
+            # The link's own error ratio is taught only by samples that were no burst.
+            if level is None:
+                self._baselines[key] = _Baseline(s.rate / frames, 1)
+            else:
+                level.learn(s.rate / frames, t.error_baseline_alpha)
         return events
-
-    def _learn_error_ratio(self, s: LinkSample, ratio: float) -> None:
-        """Teach the link's own error ratio with a sample that was no burst."""
-        key = (s.device, s.interface, s.metric)
-        level = self._baselines.get(key)
-        if level is None:
-            self._baselines[key] = _Baseline(ratio, 1)
-            return
-        level.ewma += self.thresholds.error_baseline_alpha * (ratio - level.ewma)
-        level.samples += 1
 
     def _on_symbols(self, s: LinkSample) -> list[LinkEvent]:
         """ERROR_BURST when pre-FEC symbol errors rise far above the link's own level. Every
@@ -533,8 +532,7 @@ class LinkHealth:
         detail = f"{where} at {s.rate:.3g}/s, its own level {level:.3g}/s"
         events = self._enter(s, K.ERROR_BURST, where, bad, detail)
         if s.rate < max(t.symbol_error_floor_per_s, t.symbol_error_rise / 10 * level):
-            baseline.ewma += t.symbol_baseline_alpha * (s.rate - level)
-            baseline.samples += 1
+            baseline.learn(s.rate, t.symbol_baseline_alpha)
         return events
 
     def _on_octets(self, s: LinkSample) -> list[LinkEvent]:
@@ -564,6 +562,5 @@ class LinkHealth:
                 )
             )
         if not dropped:
-            baseline.ewma += t.traffic_ewma_alpha * (s.rate - baseline.ewma)
-            baseline.samples += 1
+            baseline.learn(s.rate, t.traffic_ewma_alpha)
         return events
