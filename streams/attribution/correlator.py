@@ -314,10 +314,12 @@ class Correlator:
         onset_from = survived if slow and job.view.pace.onset_prev_ns is not None else None
         if onset_from is not None:
             lo = min(lo, onset_from)
+        held = self.history.links()
         events = {
             lid: hits
             for lid in weights
-            if (
+            if lid in held
+            and (
                 hits := [
                     e
                     for e in self.history.between(lid, lo, hi)

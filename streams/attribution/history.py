@@ -9,7 +9,7 @@ of links whose telemetry other partitions normalised.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Protocol
 
 from railtrace.streams.records import Endpoint, LinkEvent, LinkEventKind
@@ -34,6 +34,11 @@ class LinkEventSource(Protocol):
     @property
     def version(self) -> int:
         """Changes whenever the events change: nothing to re-judge while it stands still."""
+        ...
+
+    def links(self) -> Collection[str]:
+        """The links holding any event: a job's paths cross hundreds of links and a handful
+        have anomalies, so a judgement asks `between` only of these."""
         ...
 
 
@@ -93,7 +98,7 @@ class LinkHistory:
                 del history[:i]
                 self._version += 1
 
-    def links(self) -> Iterable[str]:
+    def links(self) -> Collection[str]:
         return self._events.keys()
 
     def events(self, link_id: str) -> list[LinkEvent]:
