@@ -53,6 +53,13 @@ def _without_repeats(values: list[bytes]) -> list[bytes]:
     return [v for v in values if not (v in seen or seen.add(v))]
 
 
+def _broker(kafka_sh: str, command: str) -> subprocess.CompletedProcess[str]:
+    """kafka.sh `command`, bounded, with what it printed (the broker's log when it fails)."""
+    return subprocess.run(
+        [kafka_sh, command], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
 async def _until(check: object, timeout: float) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():  # type: ignore[operator]
@@ -97,18 +104,15 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
             for m in sent[:2000]:
                 await delivery(m)
             await _until(delivery.spool.empty, 60)
-            stopped = await asyncio.to_thread(
-                subprocess.run, [kafka_sh, "stop"], capture_output=True, check=True
-            )
-            assert stopped.returncode == 0
+            stopped = await asyncio.to_thread(_broker, kafka_sh, "stop")
+            assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             for m in sent[2000:]:  # the collector keeps emitting: nothing blocks
                 await delivery(m)
                 await asyncio.sleep(0)
             await _until(lambda: delivery.counters["send_failures"] > 0, 60)
             assert not delivery.spool.empty()
-            await asyncio.to_thread(
-                subprocess.run, [kafka_sh, "resume"], capture_output=True, check=True
-            )
+            resumed = await asyncio.to_thread(_broker, kafka_sh, "resume")
+            assert resumed.returncode == 0, resumed.stdout + resumed.stderr
             await _until(delivery.spool.empty, 120)
         finally:
             task.cancel()

@@ -187,7 +187,7 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
             [str(ROOT / "deploy" / "kafka" / "kafka.sh"), "restart"],
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=300,
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr

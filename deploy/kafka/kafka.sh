@@ -10,7 +10,8 @@
 #   deploy/kafka/kafka.sh status    exit 0 when it answers
 #
 # Settings (environment): RAILTRACE_KAFKA_HOME (default .kafka-run/ under the repo),
-# RAILTRACE_KAFKA_PORT (9092), RAILTRACE_KAFKA_CONTROLLER_PORT (9093), JAVA (java).
+# RAILTRACE_KAFKA_PORT (9092), RAILTRACE_KAFKA_CONTROLLER_PORT (9093), JAVA (java),
+# RAILTRACE_KAFKA_START_S (180: how long start, restart and resume wait for the broker to answer).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,6 +19,9 @@ home=${RAILTRACE_KAFKA_HOME:-$root/.kafka-run}
 port=${RAILTRACE_KAFKA_PORT:-9092}
 cport=${RAILTRACE_KAFKA_CONTROLLER_PORT:-9093}
 java=${JAVA:-java}
+# On two cores busy with a test suite a JVM may need more than a minute to answer; a restart
+# that gave up sooner would leave the broker down behind a test that then waits on it.
+start_s=${RAILTRACE_KAFKA_START_S:-180}
 libs=$home/libs
 pidfile=$home/broker.pid
 
@@ -109,14 +113,15 @@ launch() {
   nohup "$java" -Xms256m -Xmx1g -XX:+UseG1GC -Dlog4j2.configurationFile="$home/log4j2.yaml" \
     -cp "$cp" kafka.Kafka "$home/server.properties" >"$home/broker.log" 2>&1 &
   echo $! > "$pidfile"
-  for _ in $(seq 1 120); do
+  local tries=$(( start_s * 2 ))
+  for _ in $(seq 1 "$tries"); do
     if answers; then echo "kafka up on 127.0.0.1:$port (pid $(cat "$pidfile"))"; return 0; fi
     if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
       echo "kafka exited while starting:"; tail -30 "$home/broker.log"; exit 1
     fi
     sleep 0.5
   done
-  echo "kafka did not answer on 127.0.0.1:$port within 60 s:"; tail -30 "$home/broker.log"; exit 1
+  echo "kafka did not answer on 127.0.0.1:$port within $start_s s:"; tail -30 "$home/broker.log"; exit 1
 }
 
 stop() {

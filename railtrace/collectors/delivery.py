@@ -221,7 +221,9 @@ class Delivery:
             try:
                 await producer.start()
             except BaseException:
-                await producer.stop()
+                # Also when cancelled mid-start: an unbounded stop of a producer whose broker
+                # went away retried its sends for ever and held the collector's shutdown.
+                await _stop(producer)
                 raise
             self._producer = producer
             log.info("kafka connected", extra={"bootstrap": self.settings.bootstrap_servers})
@@ -238,8 +240,13 @@ class Delivery:
     async def _drop_producer(self) -> None:
         if self._producer is not None:
             producer, self._producer = self._producer, None
-            try:
-                await asyncio.wait_for(producer.stop(), STOP_TIMEOUT_S)
-            except (KafkaError, OSError, TimeoutError) as exc:
-                # Unsent records are still in the spool: nothing is lost with the producer.
-                log.debug("producer stop failed", extra={"error": repr(exc)})
+            await _stop(producer)
+
+
+async def _stop(producer: AIOKafkaProducer) -> None:
+    """Stop within STOP_TIMEOUT_S whether the broker answers or not: unsent records are still
+    in the spool, so nothing is lost with the producer."""
+    try:
+        await asyncio.wait_for(producer.stop(), STOP_TIMEOUT_S)
+    except (KafkaError, OSError, TimeoutError) as exc:
+        log.debug("producer stop failed", extra={"error": repr(exc)})
