@@ -57,6 +57,17 @@ def broker_is_ours() -> bool:
     return f"127.0.0.1:{os.environ.get('RAILTRACE_KAFKA_PORT', '9092')}" == BOOTSTRAP
 
 
+KAFKA_SH = Path(__file__).resolve().parents[1] / "deploy" / "kafka" / "kafka.sh"
+
+
+def run_kafka_sh(command: str) -> subprocess.CompletedProcess[str]:
+    """deploy/kafka/kafka.sh `command` on the test broker, bounded, with what it printed (the
+    broker's log when it fails), for tests that stop or restart the broker."""
+    return subprocess.run(
+        [str(KAFKA_SH), command], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
 def require_broker() -> str:
     gates.require(
         "kafka",

@@ -4,7 +4,6 @@ the broker is stopped under load."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 import uuid
 from collections import defaultdict
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import gates
-from kafka_support import BOOTSTRAP, broker_is_ours, read_topic, require_broker
+from kafka_support import BOOTSTRAP, broker_is_ours, read_topic, require_broker, run_kafka_sh
 
 from railtrace.collectors.delivery import DEAD_LETTER_BYTES, Delivery
 from railtrace.collectors.emit import Outgoing
@@ -20,8 +19,6 @@ from railtrace.collectors.spool import Spool
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
 from railtrace.streams.worker import kafka, topics
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _message(n: int) -> Outgoing:
@@ -51,13 +48,6 @@ def _without_repeats(values: list[bytes]) -> list[bytes]:
     """At-least-once: a batch resent after a lost acknowledgement repeats a run of values."""
     seen: set[bytes] = set()
     return [v for v in values if not (v in seen or seen.add(v))]
-
-
-def _broker(kafka_sh: str, command: str) -> subprocess.CompletedProcess[str]:
-    """kafka.sh `command`, bounded, with what it printed (the broker's log when it fails)."""
-    return subprocess.run(
-        [kafka_sh, command], capture_output=True, text=True, timeout=300, check=False
-    )
 
 
 async def _until(check: object, timeout: float) -> None:
@@ -92,7 +82,6 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
     require_broker()
     if not broker_is_ours():
         gates.deliberately("RAILTRACE_TEST_KAFKA names a broker that is not ours to stop")
-    kafka_sh = str(ROOT / "deploy" / "kafka" / "kafka.sh")
     settings = KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"d{uuid.uuid4().hex[:8]}")
     sent = [_message(n) for n in range(6000)]
 
@@ -104,14 +93,14 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
             for m in sent[:2000]:
                 await delivery(m)
             await _until(delivery.spool.empty, 60)
-            stopped = await asyncio.to_thread(_broker, kafka_sh, "stop")
+            stopped = await asyncio.to_thread(run_kafka_sh, "stop")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             for m in sent[2000:]:  # the collector keeps emitting: nothing blocks
                 await delivery(m)
                 await asyncio.sleep(0)
             await _until(lambda: delivery.counters["send_failures"] > 0, 60)
             assert not delivery.spool.empty()
-            resumed = await asyncio.to_thread(_broker, kafka_sh, "resume")
+            resumed = await asyncio.to_thread(run_kafka_sh, "resume")
             assert resumed.returncode == 0, resumed.stdout + resumed.stderr
             await _until(delivery.spool.empty, 120)
         finally:

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from kafka_support import (
     broker_is_ours,
     group_offsets,
     require_broker,
+    run_kafka_sh,
     stack,
     stop,
     wait_drained,
@@ -28,8 +28,6 @@ from test_streaming_e2e import WATCHDOG_S, _embedded
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _capture(tmp: Path, fault: Fault, seed: int) -> Path:
@@ -183,13 +181,7 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
         prefix, app = s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"], s.env["RAILTRACE_WORKER__APP_ID"]
         raw = [f"{prefix}.raw.gnmi.v1", f"{prefix}.raw.snmp.v1"]
         _wait_committed(s, f"{app}-telemetry", raw)
-        done = subprocess.run(
-            [str(ROOT / "deploy" / "kafka" / "kafka.sh"), "restart"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        done = run_kafka_sh("restart")
         assert done.returncode == 0, done.stdout + done.stderr
         _publish(s, rest)
         wait_for_verdicts(s, expected, "broker-restart")

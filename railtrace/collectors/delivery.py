@@ -221,8 +221,8 @@ class Delivery:
             try:
                 await producer.start()
             except BaseException:
-                # Also when cancelled mid-start: an unbounded stop of a producer whose broker
-                # went away retried its sends for ever and held the collector's shutdown.
+                # Bounded also when cancelled mid-start: a stop that waits on a broker that is
+                # away would hold the collector's shutdown.
                 await _stop(producer)
                 raise
             self._producer = producer
