@@ -314,11 +314,15 @@ class Correlator:
         onset_from = survived if slow and job.view.pace.onset_prev_ns is not None else None
         if onset_from is not None:
             lo = min(lo, onset_from)
+        # Walk the smaller side: a mesh job's paths cross thousands of links while a handful
+        # hold events, and a busy fabric may hold events on more links than a small job uses.
+        # (Candidates are read in sorted order, so which side is walked changes nothing.)
         held = self.history.links()
+        mine, other = (held, weights) if len(held) < len(weights) else (weights, held)
         events = {
             lid: hits
-            for lid in weights
-            if lid in held
+            for lid in mine
+            if lid in other
             and (
                 hits := [
                     e
