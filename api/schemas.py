@@ -225,6 +225,11 @@ class JobSummaryOut(BaseModel):
     node: str | None
     confidence: float
     updated_at: str
+    tied: list[str] = Field(
+        default_factory=list,
+        description="Link ids (or node names) the evidence cannot tell apart, the named one "
+        "first; empty unless the verdict is a tie.",
+    )
 
     @classmethod
     def from_record(cls, j: JobSummary) -> JobSummaryOut:
@@ -238,6 +243,7 @@ class JobSummaryOut(BaseModel):
             node=j.node,
             confidence=j.confidence,
             updated_at=iso_utc(j.updated_at_ns),
+            tied=list(j.tied),
         )
 
 

@@ -147,6 +147,18 @@ def test_jobs_list_echoes_its_parameters_and_summarises_each_job(client: TestCli
     assert job["cause_kind"] == "link"
     assert job["link_id"] == s.LINK.link_id
     assert ISO.match(job["updated_at"])
+    assert job["tied"] == []
+
+
+def test_jobs_list_shows_a_tie_as_a_tie(store: ChdbStore, client: TestClient) -> None:
+    other = "leaf04:swp9--hgx-7:mlx5_1"
+    store.write_verdicts(
+        [dataclasses.replace(s.verdict("slurm-5", JobState.STALLED), tied=(s.LINK.link_id, other))]
+    )
+    (job,) = [
+        j for j in client.get("/v1/jobs?state=stalled").json()["jobs"] if j["job_id"] == "slurm-5"
+    ]
+    assert job["tied"] == [s.LINK.link_id, other]
 
 
 @pytest.mark.parametrize(

@@ -256,6 +256,15 @@ def test_a_tie_is_drawn_as_a_tie_with_no_one_culprit(served: Served, page: Any) 
     assert page.problems == []
 
 
+def test_the_list_shows_a_tie_as_a_tie(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/incidents#token={served.token}")
+    _loaded(page)
+    cell = page.locator(f"tr[data-job='{TIED_JOB}'] td.tie")
+    assert cell.count() == 1 and cell.inner_text().startswith("tie: ")
+    assert page.locator(f"tr[data-job='{TIED_JOB}'] td.tie").inner_text().count(" | ") == 1
+    assert page.problems == []
+
+
 def test_a_quarantined_node_page_shows_why_and_its_xids(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/nodes/hgx-gpu7#token={served.token}")
     _loaded(page)

@@ -317,6 +317,14 @@ def test_job_summary_carries_the_verdict_headline(store: SqlStore) -> None:
     )
     assert (job.stalled_at_ns, job.decided_at_ns) == (verdict.stalled_at_ns, None)
     assert (job.link_id, job.node) == (s.LINK.link_id, None)
+    assert job.tied == ()
+
+
+def test_job_summary_of_a_tie_names_every_tied_candidate(store: SqlStore) -> None:
+    tie = dataclasses.replace(s.verdict("tied"), tied=(s.LINK.link_id, "leaf04:swp9--hgx-7:mlx5_1"))
+    store.write_verdicts([tie, s.verdict("sure")])
+    listed = {j.job_id: j.tied for j in store.list_jobs()}
+    assert listed == {"tied": tie.tied, "sure": ()}
 
 
 def test_count_rejects_an_unknown_table(store: SqlStore) -> None:

@@ -126,7 +126,9 @@ async function showList(app) {
     el("tr", { "data-job": j.job_id },
       el("td", {}, el("a", { href: `/incidents/${encodeURIComponent(j.job_id)}`, text: j.job_id })),
       el("td", {}, badge(j.state)),
-      el("td", { class: "mono" }, causeText(j.cause_kind, j.link_id, j.node)),
+      (j.tied || []).length
+        ? el("td", { class: "mono tie" }, `tie: ${j.tied.join(" | ")}`)
+        : el("td", { class: "mono" }, causeText(j.cause_kind, j.link_id, j.node)),
       el("td", { class: "num" }, `${Math.round(j.confidence * 100)}%`),
       el("td", { class: "mono" }, j.stalled_at || "—"),
       el("td", { class: "mono" }, j.updated_at)));

@@ -43,6 +43,9 @@ class JobSummary:
     node: str | None
     confidence: float
     updated_at_ns: int
+    #: The candidates the evidence cannot tell apart, the named one first (empty unless a
+    #: tie): a list of incidents must not show a coin toss as a sure answer.
+    tied: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,10 +60,11 @@ _JOBS_SQL = """\
 SELECT job_id, state, cause_kind, link_id, node, confidence,
        toUnixTimestamp64Nano(stalled_at) AS stalled_at_ns,
        toUnixTimestamp64Nano(decided_at) AS decided_at_ns,
-       toUnixTimestamp64Nano(updated_at) AS updated_at_ns
+       toUnixTimestamp64Nano(updated_at) AS updated_at_ns,
+       JSONExtract(payload, 'tied', 'Array(String)') AS tied
 FROM (
     SELECT job_id, state, cause_kind, link_id, node, confidence, stalled_at, decided_at,
-           updated_at
+           updated_at, payload
     FROM {verdicts} FINAL
 )
 {where}
@@ -339,6 +340,7 @@ class SqlStore(ABC):
                 node=r["node"] or None,
                 confidence=r["confidence"],
                 updated_at_ns=r["updated_at_ns"],
+                tied=tuple(r["tied"]),
             )
             for r in self.select(sql, params).to_pylist()
         ]
