@@ -82,7 +82,16 @@ class Normalizer:
 
 
 class Pipeline:
-    """One Normalizer and one Correlator: the embedded replay's whole core."""
+    """One Normalizer and one Correlator: the embedded replay's whole core.
+
+    Records come in event-time order, and the jobs that link events concern are judged once
+    per instant, when the first record of a later time arrives (or at `flush`), rather than
+    after each event: when a job stops, every link it used reports a traffic drop at the
+    same sample time, hundreds on a large job, and judging it after each was most of a
+    replay. A verdict reads only the evidence and event time (see `Correlator.fold`), so what
+    the instant's last event would have given is what this gives; job facts are judged at
+    once, with whatever events of their instant are held.
+    """
 
     def __init__(
         self,
@@ -93,13 +102,30 @@ class Pipeline:
         self.normalizer = Normalizer(profile.health)
         self.correlator = Correlator(fabric, profile)
         self.link_id = PortLinks(fabric)
+        self._held_ns: int | None = None  # the instant of link events folded, not judged
 
     def on_telemetry(self, value: TelemetryValue) -> Output:
         out = Output()
+        if self._held_ns is not None and value.ts_ns > self._held_ns:
+            out.verdicts.extend(self.flush())
         self.normalizer.on_telemetry(value, out)
         for event in out.events:
-            out.verdicts.extend(self.correlator.observe(event))
+            if self._held_ns is not None and event.ts_ns > self._held_ns:
+                out.verdicts.extend(self.flush())
+            self.correlator.fold(event)
+            self._held_ns = max(event.ts_ns, self._held_ns or event.ts_ns)
         return out
 
     def on_fact(self, fact: JobFact) -> Output:
-        return Output(verdicts=self.correlator.observe(fact))
+        out = Output()
+        if self._held_ns is not None and fact.ts_ns > self._held_ns:
+            out.verdicts.extend(self.flush())
+        self._held_ns = None
+        out.verdicts.extend(self.correlator.observe(fact))
+        return out
+
+    def flush(self) -> list[Verdict]:
+        """Judge the jobs that held link events concern; the replay calls it after its last
+        record."""
+        self._held_ns = None
+        return self.correlator.judge_pending()

@@ -278,6 +278,7 @@ def replay(
             out.flush_samples()
         if n % step == 0:
             tick("replay", step, total)
+    report.updates.extend(pipeline.flush())
     report.process_s = time.perf_counter() - t0 - out.store_s
     t = time.perf_counter()
     report.verdicts = pipeline.correlator.verdicts()
