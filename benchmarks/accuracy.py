@@ -34,6 +34,8 @@ hang came from outside the fabric (`app-hang`: the only right answer is to blame
 - cf-ok, cf-bad: mean confidence of the blames on affected jobs that were top-1 / were not
   (a verdict that blames nothing has confidence 0 and is left out).
 - flt>v: median seconds from the fault that hit the job to its final verdict's decision time.
+- p90: the 90th percentile of the same (nearest rank): the slow tail a median hides, such as
+  faults decided only at the watchdog.
 - lead: median seconds from that decision to the job's PyTorch watchdog firing (positive: the
   answer came first); slow jobs never hit the watchdog and are left out.
 - <wd: share of the affected jobs with a watchdog that were decided before it fired.
@@ -383,6 +385,7 @@ COLUMNS = (
     ("cf-ok", 5),
     ("cf-bad", 6),
     ("flt>v", 5),
+    ("p90", 5),
     ("lead", 5),
     ("<wd", 4),
 )
@@ -404,6 +407,17 @@ def _median(xs: Sequence[float]) -> str:
     return str(round(statistics.median(xs))) if xs else "-"  # round: no "-0"
 
 
+def nearest_rank(xs: Sequence[float], q: float) -> float:
+    """The q-quantile by nearest rank: a value that occurred, as with few incidents an
+    interpolated one would be a time no job took."""
+    ordered = sorted(xs)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _p90(xs: Sequence[float]) -> str:
+    return str(round(nearest_rank(xs, 0.9))) if xs else "-"
+
+
 def format_row(case: str, t: Tally, first_width: int = COLUMNS[0][1]) -> str:
     cells = (
         case,
@@ -420,6 +434,7 @@ def format_row(case: str, t: Tally, first_width: int = COLUMNS[0][1]) -> str:
         _mean(t.conf_right),
         _mean(t.conf_wrong),
         _median(t.after_fault),
+        _p90(t.after_fault),
         _median(t.lead),
         f"{sum(t.before_watchdog) / len(t.before_watchdog):.0%}" if t.before_watchdog else "-",
     )

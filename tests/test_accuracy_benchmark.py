@@ -381,3 +381,22 @@ def test_an_undecidable_job_with_a_flagged_tie_holding_its_culprit_is_right() ->
     assert _one(_undecidable_truth(), tied).top1
     elsewhere = dataclasses.replace(tied, tied=("L2", "L3"))
     assert not _one(_undecidable_truth(), elsewhere).top1
+
+
+@pytest.mark.parametrize(
+    ("xs", "q", "expected"),
+    [([5.0], 0.9, 5.0), ([1.0, 2.0], 0.9, 2.0), ([float(i) for i in range(1, 11)], 0.9, 9.0)],
+)
+def test_the_p90_is_a_time_some_job_took(xs: list[float], q: float, expected: float) -> None:
+    assert acc.nearest_rank(xs, q) == expected
+
+
+def test_the_table_shows_the_slow_tail_of_fault_to_verdict_beside_its_median() -> None:
+    tally = acc.Tally(after_fault=[10.0] * 9 + [600.0])
+    head, *_ = acc.format_table({"pfc-storm": tally})
+    row = acc.format_row("pfc-storm", tally)
+    cells = dict(zip(head.split(), row.split(), strict=False))
+    assert (cells["flt>v"], cells["p90"]) == ("10", "10")
+    tally.after_fault.append(600.0)
+    cells = dict(zip(head.split(), acc.format_row("pfc-storm", tally).split(), strict=False))
+    assert (cells["flt>v"], cells["p90"]) == ("10", "600")
