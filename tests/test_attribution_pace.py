@@ -244,6 +244,35 @@ def test_a_drop_in_tokens_per_second_is_a_slowdown_and_a_rise_is_not():
     assert not any(throughput(13_000.0))
 
 
+def test_a_job_whose_lines_mix_step_times_and_throughputs_is_judged_on_its_first_measure():
+    # A trainer's step times and a progress bar's tokens per second in one job's logs: the
+    # inverse of 10,000 tokens/s is 100,000 ns per token, a thousand times a 100 ms step.
+    pace, t = _warm_pace(100.0)
+    taken = list(pace.recent)
+    for k in range(SLOW_REPORTS + 2):
+        assert pace.add(_report(t + k * EVERY_S + 1, step_ms=None, tps=10_000.0, step=5)) is False
+    assert pace.recent == taken and pace.slow_since() is None
+    # A report that gives both is read in the job's measure.
+    assert pace.add(_report(t + 10 * EVERY_S, step_ms=100.0, tps=1.0, step=20)) is False
+    assert pace.slow_since() is None and pace.last_ratio == 1.0
+
+
+def test_a_job_measured_by_throughput_keeps_to_it_when_a_line_also_gives_a_step_time():
+    pace = Pace()
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    for i in range(n):
+        pace.add(_report(i * EVERY_S, step_ms=None, tps=10_000.0, step=i))
+    # The step times these lines also give are not its measure: the slowdown is read from
+    # the tokens per second (old code read 5 ms against 1e5 ns and saw none).
+    slowed = [
+        pace.add(_report((n + k) * EVERY_S, step_ms=5.0, tps=7_000.0, step=n + k))
+        for k in range(SLOW_REPORTS)
+    ]
+    assert slowed == [False] * (SLOW_REPORTS - 1) + [True]
+    restored = Pace.restore(orjson.loads(orjson.dumps(pace.snapshot())))
+    assert restored == pace and restored.measure == "tokens_per_s"
+
+
 def test_job_view_flags_a_step_report_as_evidence_only_when_a_slowdown_starts_or_ends():
     view = JobView(JOB)
     n = WARMUP_REPORTS + BASELINE_REPORTS

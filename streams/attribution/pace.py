@@ -68,13 +68,24 @@ DEFAULT_RULES = PaceRules()
 NS = 1_000_000_000
 
 
-def pace_of(p: Progress) -> float | None:
-    """Time per unit of work, larger when slower: the step time, or the inverse throughput."""
+#: What a job's pace is measured in: the time per step, or the inverse of its throughput.
+STEP_TIME, THROUGHPUT = "step_ms", "tokens_per_s"
+
+
+def measure_of(p: Progress) -> str | None:
+    """The measure a report gives, the step time first when it gives both."""
     if p.step_ms is not None:
-        return p.step_ms
+        return STEP_TIME
     if p.tokens_per_s:
-        return 1e9 / p.tokens_per_s
+        return THROUGHPUT
     return None
+
+
+def pace_of(p: Progress, measure: str) -> float | None:
+    """Time per unit of work in `measure`, larger when slower; None when the report lacks it."""
+    if measure == STEP_TIME:
+        return p.step_ms
+    return 1e9 / p.tokens_per_s if p.tokens_per_s else None
 
 
 @dataclass(slots=True)
@@ -97,11 +108,19 @@ class Pace:
     # reports of a long slowdown no longer reach back to its onset.
     onset_prev_ns: int | None = None
     onset_interval_ns: int | None = None
+    #: Set by the job's first report: a job whose lines give step times in some and tokens
+    #: per second in others (two reporters, a trainer and a progress bar) is judged on the
+    #: first, since a step time over the inverse of a throughput is no ratio of paces.
+    measure: str | None = None
     rules: PaceRules = DEFAULT_RULES  # not saved: the settings give it on restore
 
     def add(self, p: Progress) -> bool:
-        """Take one report; True when it started or ended a slowdown."""
-        value = pace_of(p)
+        """Take one report; True when it started or ended a slowdown. A report that does not
+        give the job's measure is left out, step number and time alike: it comes from another
+        reporter, whose steps are not the first one's."""
+        if self.measure is None:
+            self.measure = measure_of(p)
+        value = None if self.measure is None else pace_of(p, self.measure)
         if value is None or (self.recent and p.ts_ns <= self.recent[-1]):
             return False
         self.recent.append(p.ts_ns)
@@ -213,6 +232,7 @@ class Pace:
             "ratios": [self.last_ratio, self.peak_ratio],
             "finished": self.finished,
             "onset": [self.onset_prev_ns, self.onset_interval_ns],
+            "measure": self.measure,
         }
 
     @classmethod
@@ -232,4 +252,6 @@ class Pace:
             finished=bool(snap.get("finished", False)),
             onset_prev_ns=snap.get("onset", [None, None])[0],
             onset_interval_ns=snap.get("onset", [None, None])[1],
+            # Saved before the measure was kept: its next report sets it, as reports were read.
+            measure=snap.get("measure"),
         )
