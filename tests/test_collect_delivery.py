@@ -4,11 +4,13 @@ the broker is stopped under load."""
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import gates
 from kafka_support import BOOTSTRAP, broker_is_ours, read_topic, require_broker, run_kafka_sh
@@ -19,6 +21,8 @@ from railtrace.collectors.spool import Spool
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
 from railtrace.streams.worker import kafka, topics
+
+T = TypeVar("T")
 
 
 def _message(n: int) -> Outgoing:
@@ -50,6 +54,42 @@ def _without_repeats(values: list[bytes]) -> list[bytes]:
     return [v for v in values if not (v in seen or seen.add(v))]
 
 
+#: How long a cancelled Delivery.run() may take to end: its producer's stop is bounded by
+#: STOP_TIMEOUT_S, so more than this is a collector that would not shut down.
+STOP_GRACE_S = 60.0
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel the drain task and fail, with where it waits, if it does not end in time."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=STOP_GRACE_S)
+    if not done:
+        where = io.StringIO()
+        for waiting in asyncio.all_tasks():  # wait_for's inner coroutines are tasks of their own
+            print(f"--- {waiting!r}", file=where)
+            waiting.print_stack(file=where)
+        raise AssertionError(
+            f"Delivery.run() still running {STOP_GRACE_S} s after cancel:\n{where.getvalue()}"
+        )
+    if not task.cancelled() and task.exception() is not None:
+        raise AssertionError(f"Delivery.run() failed: {task.exception()!r}")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run without its wait for every task at the end: a task that ignores its
+    cancellation would hang the test there instead of letting it fail."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.wait(left, timeout=STOP_GRACE_S))
+        loop.close()
+
+
 async def _until(check: object, timeout: float) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():  # type: ignore[operator]
@@ -70,11 +110,10 @@ def test_collected_messages_reach_their_raw_topics_in_order(tmp_path: Path) -> N
                 await delivery(_message(n))
             await _until(delivery.spool.empty, 60)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _stopped(task)
         return await _received(settings)
 
-    got = asyncio.run(go())
+    got = _run(go())
     assert got == _expected([_message(n) for n in range(3000)])
 
 
@@ -104,11 +143,10 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
             assert resumed.returncode == 0, resumed.stdout + resumed.stderr
             await _until(delivery.spool.empty, 120)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _stopped(task)
         return await _received(settings), delivery
 
-    got, delivery = asyncio.run(go())
+    got, delivery = _run(go())
     assert {k: _without_repeats(v) for k, v in got.items()} == _expected(sent)
     assert delivery.spool.dropped.total() == 0
 
@@ -133,13 +171,12 @@ def test_records_the_broker_refuses_do_not_block_the_ones_behind_them(tmp_path: 
                 await delivery(m)
             await _until(delivery.spool.empty, 60)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _stopped(task)
         dead = topics.name(settings.topic_prefix, topics.DEAD_LETTERS)
         letters = [value for _, value in await read_topic(dead)]
         return await _received(settings), delivery, letters
 
-    got, delivery, letters = asyncio.run(go())
+    got, delivery, letters = _run(go())
     values = got[("gnmi", b"leaf1")]
     assert [v for v in values if v.startswith(b"good")] == [m.value for m in good]
     assert values.count(b"from the future") == 1 and huge.value not in values
