@@ -105,24 +105,25 @@ class Pipeline:
         self._held_ns: int | None = None  # the instant of link events folded, not judged
 
     def on_telemetry(self, value: TelemetryValue) -> Output:
-        out = Output()
-        if self._held_ns is not None and value.ts_ns > self._held_ns:
-            out.verdicts.extend(self.flush())
+        out = Output(verdicts=self._after(value.ts_ns))
         self.normalizer.on_telemetry(value, out)
         for event in out.events:
-            if self._held_ns is not None and event.ts_ns > self._held_ns:
-                out.verdicts.extend(self.flush())
+            out.verdicts.extend(self._after(event.ts_ns))
             self.correlator.fold(event)
-            self._held_ns = max(event.ts_ns, self._held_ns or event.ts_ns)
+            if self._held_ns is None:  # else the event is of the held instant, or older
+                self._held_ns = event.ts_ns
         return out
 
     def on_fact(self, fact: JobFact) -> Output:
-        out = Output()
-        if self._held_ns is not None and fact.ts_ns > self._held_ns:
-            out.verdicts.extend(self.flush())
-        self._held_ns = None
-        out.verdicts.extend(self.correlator.observe(fact))
-        return out
+        verdicts = self._after(fact.ts_ns)
+        self._held_ns = None  # observe judges what is held of this instant too
+        return Output(verdicts=verdicts + self.correlator.observe(fact))
+
+    def _after(self, ts_ns: int) -> list[Verdict]:
+        """The held instant's verdicts once a record of a later time arrives, else none."""
+        if self._held_ns is not None and ts_ns > self._held_ns:
+            return self.flush()
+        return []
 
     def flush(self) -> list[Verdict]:
         """Judge the jobs that held link events concern; the replay calls it after its last
