@@ -254,12 +254,14 @@ async def _stop(producer: AIOKafkaProducer) -> None:
     stopping = asyncio.ensure_future(producer.stop())
     stopping.add_done_callback(_retrieved)
     try:
-        await asyncio.wait({stopping}, timeout=STOP_TIMEOUT_S)
-    finally:
-        if not stopping.done():
-            stopping.cancel()
-            log.warning("producer did not stop in time; left", extra={"after_s": STOP_TIMEOUT_S})
-    if stopping.done() and not stopping.cancelled():
+        done, _ = await asyncio.wait({stopping}, timeout=STOP_TIMEOUT_S)
+    except asyncio.CancelledError:
+        stopping.cancel()
+        raise
+    if not done:
+        stopping.cancel()
+        log.warning("producer did not stop in time; left", extra={"after_s": STOP_TIMEOUT_S})
+    elif not stopping.cancelled():
         exc = stopping.exception()
         if exc is not None and not isinstance(exc, KafkaError | OSError):
             raise exc
