@@ -55,417 +55,38 @@ sampling, trainers, cadences, stamps, NCCL_DEBUG levels and faults drawn per see
 routed by its own model of the switches, never by railtrace's) instead of the simulator:
 `--nodes` takes sizes and `random` (each world draws its own), one table per size by fault
 kind, then one per randomized dimension, the calibration table, and the count of blames at
-confidence >= 0.6 that were wrong. Run: .venv/bin/python benchmarks/accuracy.py --world
---nodes 64,288,random --incidents 1000 --workers 2
+confidence >= 0.6 that were wrong, and fault-to-verdict where the fault told at once (its
+cable's state change or NCCL's transport error; the target is p90 <= 30 s at 10 s sampling).
+`--results FILE` keeps each graded incident in a JSON-lines file stamped with the code's
+version and skips those already there, so a long run can be stopped and resumed (never across
+versions); `--calibrate` fits the calibration map (`attribution.judging.calibration`) on odd
+seeds, scores it on even ones and back, and prints the knots fitted on every blame;
+`--first-seed` grades fresh seeds. Run: .venv/bin/python benchmarks/accuracy.py --world
+--nodes 64,288,random --incidents 1000 --workers 2 --results world-1000.jsonl --calibrate
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import math
-import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from zoneinfo import ZoneInfo
 
-from railtrace.replay import DiscardSink, open_capture, replay
-from railtrace.settings import Settings
+# The scoring, the tables and the world run are the package benchmarks/grading/; this file is
+# the command line. It is imported from the repository root as `benchmarks.grading`.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.grading.runs import Progress, finish, replayed, where
+from benchmarks.grading.score import JobScore
+from benchmarks.grading.tables import Tally, calibration, format_calibration, format_table, tally
+from benchmarks.grading.world import RANDOM
+from benchmarks.grading.world_run import world_main
 from railtrace.simulate import Fault, write_capture
 from railtrace.simulate.logs import NCCL_DEBUG_LEVELS
-from railtrace.streams.records import CauseKind, JobState, LinkRef, Verdict
-from railtrace.world.capture import write_world
-from railtrace.world.dimensions import DIMENSION_NAMES
-
-#: The job groups a score falls in.
-FABRIC, NON_FABRIC, HEALTHY = "fabric", "non-fabric", "healthy"
-#: `--nodes random`: each world draws its own size.
-RANDOM = "random"
-#: Lower edges of the calibration bins after the first: [0, .2), [.2, .4), ..., [.8, 1].
-CALIBRATION_EDGES = (0.2, 0.4, 0.6, 0.8)
-NS = 1e9
-
-
-@dataclass(frozen=True, slots=True)
-class JobScore:
-    """One job's final verdict against the truth.
-
-    `top1`, `top3` and `kind_ok` only mean something for affected jobs (False for healthy ones);
-    the times are None when either end is unknown.
-    """
-
-    job_id: str
-    group: str  # FABRIC, NON_FABRIC or HEALTHY
-    truth_state: str  # "stalled", "slow", "healthy"
-    seen_state: str  # the verdict's state, "missing" when the job got no verdict
-    blamed: bool
-    state_ok: bool
-    top1: bool
-    top3: bool
-    kind_ok: bool
-    side_ok: bool
-    false_blame: bool
-    confidence: float
-    after_fault_s: float | None = None
-    lead_s: float | None = None
-    before_watchdog: bool | None = None
-    #: The truth says the evidence cannot tell this job's culprit (see `_undecidable`).
-    undecidable: bool = False
-
-    @property
-    def affected(self) -> bool:
-        return self.group != HEALTHY
-
-
-def _link_name(a: tuple[str, str], b: tuple[str, str]) -> str:
-    """A cable named by its two ends, sorted: the simulator's link ids and the world's cable
-    names are compared on what they are, not on how either spells an id."""
-    return "--".join(sorted(f"{device}:{interface}" for device, interface in (a, b)))
-
-
-def _culprit(want: dict[str, Any]) -> str | None:
-    if want.get("cause") == "link":
-        link = want.get("link") or {}
-        if "a" in link and "b" in link:
-            ends = link["a"], link["b"]
-            return _link_name(*((e["device"], e["interface"]) for e in ends))
-        return link.get("id")
-    if want.get("cause") == "node":
-        node: str | None = want.get("node")
-        return node
-    return None
-
-
-def _ref_name(ref: LinkRef) -> str:
-    return _link_name((ref.a.device, ref.a.interface), (ref.b.device, ref.b.interface))
-
-
-def _blamed_name(v: Verdict) -> str | None:
-    if v.cause_kind == CauseKind.LINK:
-        return _ref_name(v.cause_link) if v.cause_link is not None else None
-    if v.cause_kind == CauseKind.NODE:
-        return v.cause_node
-    return None
-
-
-def score_job(truth: dict[str, Any], job_id: str, v: Verdict | None) -> JobScore:
-    """Score one job's verdict (None: the job got none) against `truth["jobs"][job_id]`."""
-    want = truth["jobs"][job_id]
-    seen = str(v.state) if v is not None else "missing"
-    blamed = v is not None and v.cause_kind != CauseKind.UNKNOWN
-    confidence = v.confidence if v is not None else 0.0
-    if want["state"] == "healthy":
-        return JobScore(
-            job_id,
-            HEALTHY,
-            "healthy",
-            seen,
-            blamed,
-            state_ok=seen in (JobState.HEALTHY, JobState.UNKNOWN),
-            top1=False,
-            top3=False,
-            kind_ok=False,
-            side_ok=False,
-            false_blame=blamed or seen in (JobState.STALLED, JobState.SLOW),
-            confidence=confidence,
-        )
-    cause = want.get("cause") or "unknown"
-    group = FABRIC if cause in ("link", "node") else NON_FABRIC
-    culprit = _culprit(want)
-    state_ok = seen == want["state"]
-    if want.get("undecidable"):
-        return _undecidable(job_id, group, want, v, culprit)
-    if v is None:  # never seen: nothing right, nothing blamed
-        no = False
-        return JobScore(job_id, group, want["state"], seen, no, no, no, no, no, no, no, 0.0)
-    if group == FABRIC:
-        right = culprit is not None and v.cause_kind == cause and _blamed_name(v) == culprit
-        names = [(str(c.kind), _ref_name(c.link) if c.link else c.node) for c in v.candidates[:3]]
-        top1 = state_ok and right
-        top3 = top1 or (culprit is not None and (cause, culprit) in names)
-    else:
-        right = not blamed
-        top1 = state_ok and right
-        top3 = right
-    fault_at = want.get("fault_at_ns")
-    if fault_at is None:
-        fault_at = truth.get("fault_at_ns")
-    watchdog_at = want.get("watchdog_at_ns")
-    decided = v.decided_at_ns
-    return JobScore(
-        job_id,
-        group,
-        want["state"],
-        seen,
-        blamed,
-        state_ok=state_ok,
-        top1=top1,
-        top3=top3,
-        kind_ok=v.cause_kind == cause,
-        side_ok=v.diagnosis == (want.get("diagnosis") or ""),
-        false_blame=blamed and not right,
-        confidence=confidence,
-        after_fault_s=(decided - fault_at) / NS
-        if decided is not None and fault_at is not None
-        else None,
-        lead_s=(watchdog_at - decided) / NS
-        if decided is not None and watchdog_at is not None
-        else None,
-        before_watchdog=decided < watchdog_at
-        if decided is not None and watchdog_at is not None
-        else None,
-    )
-
-
-def _undecidable(
-    job_id: str, group: str, want: dict[str, Any], v: Verdict | None, culprit: str | None
-) -> JobScore:
-    """A job whose culprit the evidence cannot tell (the truth says why): right only when the
-    verdict blames nothing, or flags a tie that holds the culprit."""
-    seen = str(v.state) if v is not None else "missing"
-    blamed = v is not None and v.cause_kind != CauseKind.UNKNOWN
-    tied = set()
-    if v is not None:
-        refs = {c.link.link_id: c.link for c in v.candidates if c.link is not None}
-        tied = {_ref_name(refs[t]) if t in refs else t for t in v.tied}
-    right = not blamed or (culprit is not None and culprit in tied)
-    return JobScore(
-        job_id,
-        group,
-        want["state"],
-        seen,
-        blamed,
-        state_ok=right,
-        top1=right,
-        top3=right,
-        kind_ok=right,
-        side_ok=right,
-        false_blame=not right,
-        confidence=v.confidence if v is not None else 0.0,
-        undecidable=True,
-    )
-
-
-def score_incident(truth: dict[str, Any], verdicts: Sequence[Verdict]) -> list[JobScore]:
-    """Score every job of the truth, in job id order. A job without a verdict scores as unseen;
-    a verdict for a job the truth does not know is ignored."""
-    by_job = {v.job_id: v for v in verdicts}
-    return [score_job(truth, job_id, by_job.get(job_id)) for job_id in sorted(truth["jobs"])]
-
-
-@dataclass(slots=True)
-class Tally:
-    """The sums behind one table row (one case, or the total)."""
-
-    incidents: int = 0
-    affected: int = 0
-    state_ok: int = 0
-    top1: int = 0
-    top3: int = 0
-    kind_ok: int = 0
-    side_ok: int = 0
-    healthy: int = 0
-    healthy_blamed: int = 0
-    non_fabric: int = 0
-    non_fabric_blamed: int = 0
-    fabric: int = 0
-    fabric_wrong: int = 0
-    conf_right: list[float] = field(default_factory=list)
-    conf_wrong: list[float] = field(default_factory=list)
-    after_fault: list[float] = field(default_factory=list)
-    lead: list[float] = field(default_factory=list)
-    before_watchdog: list[bool] = field(default_factory=list)
-
-    def add(self, scores: Iterable[JobScore]) -> None:
-        """Add one incident's job scores."""
-        self.incidents += 1
-        for s in scores:
-            if s.group == HEALTHY:
-                self.healthy += 1
-                self.healthy_blamed += s.false_blame
-                continue
-            self.affected += 1
-            self.state_ok += s.state_ok
-            self.top1 += s.top1
-            self.top3 += s.top3
-            self.kind_ok += s.kind_ok
-            self.side_ok += s.side_ok
-            if s.group == FABRIC:
-                self.fabric += 1
-                self.fabric_wrong += s.false_blame
-            else:
-                self.non_fabric += 1
-                self.non_fabric_blamed += s.false_blame
-            if s.blamed:
-                (self.conf_right if s.top1 else self.conf_wrong).append(s.confidence)
-            if s.after_fault_s is not None:
-                self.after_fault.append(s.after_fault_s)
-            if s.lead_s is not None:
-                self.lead.append(s.lead_s)
-            if s.before_watchdog is not None:
-                self.before_watchdog.append(s.before_watchdog)
-
-
-def tally(incidents: Iterable[tuple[str, Sequence[JobScore]]]) -> dict[str, Tally]:
-    """Per-case tallies of (case, job scores) pairs, in first-seen case order."""
-    rows: dict[str, Tally] = {}
-    for case, scores in incidents:
-        rows.setdefault(case, Tally()).add(scores)
-    return rows
-
-
-def total(rows: Iterable[Tally]) -> Tally:
-    out = Tally()
-    for r in rows:
-        for name in Tally.__slots__:
-            setattr(out, name, getattr(out, name) + getattr(r, name))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class CalibrationBin:
-    low: float
-    high: float
-    blames: int
-    right: int
-    confidence: float = 0.0  # the mean confidence of the bin's blames
-
-    @property
-    def share(self) -> float | None:
-        return self.right / self.blames if self.blames else None
-
-
-def expected_calibration_error(bins: Sequence[CalibrationBin]) -> float | None:
-    """The blames' mean gap between confidence and being right, bin by bin, weighted by the
-    bins' sizes: 0 when blames at confidence c are right c of the time."""
-    n = sum(b.blames for b in bins)
-    if not n:
-        return None
-    return sum(b.blames / n * abs((b.share or 0.0) - b.confidence) for b in bins if b.blames)
-
-
-def calibration(scores: Iterable[JobScore]) -> list[CalibrationBin]:
-    """Blames on affected jobs binned by confidence, with how many of each bin were top-1."""
-    counts: list[list[float]] = [[0, 0, 0.0] for _ in range(len(CALIBRATION_EDGES) + 1)]
-    for s in scores:
-        if s.affected and s.blamed:
-            b = counts[bisect.bisect_right(CALIBRATION_EDGES, s.confidence)]
-            b[0] += 1
-            b[1] += s.top1
-            b[2] += s.confidence
-    edges = (0.0, *CALIBRATION_EDGES, 1.0)
-    return [
-        CalibrationBin(edges[i], edges[i + 1], int(n), int(r), c / n if n else 0.0)
-        for i, (n, r, c) in enumerate(counts)
-    ]
-
-
-# --- formatting ---------------------------------------------------------------------------
-
-COLUMNS = (
-    ("case", 10),
-    ("inc", 4),
-    ("aff", 4),
-    ("state", 8),
-    ("top-1", 8),
-    ("top-3", 8),
-    ("n/l", 8),
-    ("side", 8),
-    ("fb-hlth", 7),
-    ("fb-nonf", 7),
-    ("wrong", 7),
-    ("cf-ok", 5),
-    ("cf-bad", 6),
-    ("flt>v", 5),
-    ("p90", 5),
-    ("lead", 5),
-    ("<wd", 4),
-)
-
-
-def _count(n: int, of: int) -> str:
-    return f"{n} {n / of:.0%}" if of else "-"
-
-
-def _frac(n: int, of: int) -> str:
-    return f"{n}/{of}" if of else "-"
-
-
-def _mean(xs: Sequence[float]) -> str:
-    return f"{statistics.mean(xs):.2f}" if xs else "-"
-
-
-def _median(xs: Sequence[float]) -> str:
-    return str(round(statistics.median(xs))) if xs else "-"  # round: no "-0"
-
-
-def nearest_rank(xs: Sequence[float], q: float) -> float:
-    """The q-quantile by nearest rank: a value that occurred, as with few incidents an
-    interpolated one would be a time no job took."""
-    ordered = sorted(xs)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def _p90(xs: Sequence[float]) -> str:
-    return str(round(nearest_rank(xs, 0.9))) if xs else "-"
-
-
-def format_row(case: str, t: Tally, first_width: int = COLUMNS[0][1]) -> str:
-    cells = (
-        case,
-        str(t.incidents),
-        str(t.affected),
-        _count(t.state_ok, t.affected),
-        _count(t.top1, t.affected),
-        _count(t.top3, t.affected),
-        _count(t.kind_ok, t.affected),
-        _count(t.side_ok, t.affected),
-        _frac(t.healthy_blamed, t.healthy),
-        _frac(t.non_fabric_blamed, t.non_fabric),
-        _frac(t.fabric_wrong, t.fabric),
-        _mean(t.conf_right),
-        _mean(t.conf_wrong),
-        _median(t.after_fault),
-        _p90(t.after_fault),
-        _median(t.lead),
-        f"{sum(t.before_watchdog) / len(t.before_watchdog):.0%}" if t.before_watchdog else "-",
-    )
-    first, *rest = zip(cells, (w for _, w in COLUMNS), strict=True)
-    return " ".join([f"{first[0]:<{first_width}}", *(f"{c:>{w}}" for c, w in rest)])
-
-
-def format_table(rows: dict[str, Tally]) -> list[str]:
-    (name, width), *rest = COLUMNS
-    width = max([width, *(len(case) for case in rows)])
-    head = " ".join([f"{name:<{width}}", *(f"{n:>{w}}" for n, w in rest)])
-    lines = [head, *(format_row(case, t, width) for case, t in rows.items())]
-    lines.append(format_row("total", total(rows.values()), width))
-    return lines
-
-
-def format_calibration(bins: Sequence[CalibrationBin]) -> list[str]:
-    lines = [f"{'confidence':<12} {'blames':>7} {'top-1':>6} {'share':>6} {'mean cf':>7}"]
-    for b in bins:
-        share = f"{b.share:.0%}" if b.share is not None else "-"
-        mean = f"{b.confidence:.2f}" if b.blames else "-"
-        close = "]" if b.high >= 1.0 else ")"
-        label = f"[{b.low:.1f}, {b.high:.1f}{close}"
-        lines.append(f"{label:<12} {b.blames:>7} {b.right:>6} {share:>6} {mean:>7}")
-    ece = expected_calibration_error(bins)
-    lines.append(f"expected calibration error: {ece:.3f}" if ece is not None else "no blames")
-    return lines
-
-
-# --- running ------------------------------------------------------------------------------
-
 
 Task = tuple[int, str, int, int, str]  # nodes, case, seed, watchdog, NCCL_DEBUG
 
@@ -480,31 +101,10 @@ class Incident:
     seconds: float  # simulate + replay, in the worker
 
 
-def _replayed(write: Callable[[Path], dict[str, Any]]) -> tuple[dict[str, Any], list[JobScore]]:
-    """Write one capture with `write` (which returns its truth) into a scratch folder, replay
-    it and score it. The attribution profile is read as a deployment reads it
-    (RAILTRACE_ATTRIBUTION__... or the config file), so a changed setting is measured by the
-    same run; the site's zone is the capture's own when its truth names one (a world's)."""
-    work = Path(tempfile.mkdtemp(prefix="railtrace-acc-"))
-    try:
-        truth = write(work)
-        settings = Settings()
-        zone = truth.get("site_zone")
-        report = replay(
-            open_capture(work),
-            DiscardSink(),
-            profile=settings.attribution,
-            local=ZoneInfo(zone) if zone else settings.site.zone,
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return truth, score_incident(truth, report.verdicts)
-
-
 def run_one(task: Task) -> Incident:
     nodes, case, seed, watchdog, level = task
     started = time.perf_counter()
-    _, scores = _replayed(
+    _, scores = replayed(
         lambda work: write_capture(
             work, nodes, Fault(case), seed, watchdog_s=watchdog, nccl_debug=level
         )
@@ -545,25 +145,6 @@ def _cases(text: str) -> list[str]:
     return _one_or_more(text, known, "case(s)", "the installed simulator knows")
 
 
-class _Progress:
-    """A count line on stderr: rewritten in place on a terminal, one line per step otherwise."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.failed = total, 0, 0
-        self.started = time.perf_counter()
-        self.tty = sys.stderr.isatty()
-
-    def step(self, failed: bool = False) -> None:
-        self.done += 1
-        self.failed += failed
-        spent = time.perf_counter() - self.started
-        left = spent / self.done * (self.total - self.done)
-        fails = f", {self.failed} failed" if self.failed else ""
-        line = f"{self.done}/{self.total} incidents{fails}, {spent:.0f} s, ~{left:.0f} s left"
-        end = "\n" if not self.tty or self.done == self.total else ""
-        print(("\r" if self.tty else "") + line, end=end, file=sys.stderr, flush=True)
-
-
 def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -587,9 +168,29 @@ def _parse_args() -> argparse.Namespace:
         help="randomized worlds (railtrace.world) instead of the simulator: --nodes may say "
         "'random', --cases and --nccl-debug are drawn per world, tables are cut per dimension",
     )
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=1,
+        help="--world: the first seed (fresh seeds grade a calibration map out of sample)",
+    )
+    ap.add_argument(
+        "--results",
+        type=Path,
+        help="--world: a JSON-lines file of graded incidents; those it holds are not graded "
+        "again and each new one is appended as it finishes, so a long run can stop and go on",
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="--world: fit a calibration map (held out by seed parity) and print it for the "
+        "profile",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--watchdog", type=int, default=600, help="PyTorch watchdog timeout, s")
     args = ap.parse_args()
+    if not args.world and (args.results or args.calibrate or args.first_seed != 1):
+        ap.error("--results, --calibrate and --first-seed are for --world runs")
     if 0 in args.nodes and not args.world:
         ap.error(f"--nodes {RANDOM} needs --world: the simulator's fabrics have a fixed size")
     if args.incidents is not None:
@@ -602,15 +203,9 @@ def _parse_args() -> argparse.Namespace:
     return args
 
 
-def _where(exc: BaseException) -> str:
-    """Where a worker's exception was raised: the last frame of the remote traceback."""
-    frames = [ln.strip() for ln in str(exc.__cause__ or "").splitlines() if "File " in ln]
-    return f" at {frames[-1]}" if frames else ""
-
-
 def run_all(tasks: list[Task], workers: int) -> tuple[list[Incident], list[str]]:
     """Run the tasks in a process pool; the incidents in task order, and the failures."""
-    progress = _Progress(len(tasks))
+    progress = Progress(len(tasks))
     done: list[Incident] = []
     failed: list[str] = []
     with ProcessPoolExecutor(workers) as pool:
@@ -620,25 +215,13 @@ def run_all(tasks: list[Task], workers: int) -> tuple[list[Incident], list[str]]
                 done.append(fut.result())
             except Exception as exc:  # keep the run going; report what failed at the end
                 n, c, s, _, level = futures[fut]
-                failed.append(f"{n} nodes {c} seed {s} NCCL_DEBUG={level}: {exc!r}{_where(exc)}")
+                failed.append(f"{n} nodes {c} seed {s} NCCL_DEBUG={level}: {exc!r}{where(exc)}")
                 progress.step(failed=True)
             else:
                 progress.step()
     order = {(t[0], t[1], t[2], t[4]): i for i, t in enumerate(tasks)}
     done.sort(key=lambda r: order[(r.nodes, r.case, r.seed, r.level)])
     return done, failed
-
-
-def _finish(incidents: int, jobs: int, wall: float, workers: int, failed: list[str]) -> None:
-    """The totals line, then the incidents that raised (and exit status 1 if any did)."""
-    per_incident = wall / incidents if incidents else float("nan")
-    print(
-        f"\n{incidents} incidents ({jobs} job verdicts), {wall:.0f} s wall, "
-        f"{per_incident:.1f} s per incident with {workers} workers"
-    )
-    if failed:
-        print(f"{len(failed)} incidents failed:", *failed, sep="\n  ", file=sys.stderr)
-        sys.exit(1)
 
 
 def main() -> None:
@@ -688,123 +271,7 @@ def main() -> None:
         print(f"\ncalibration: blames on affected jobs by confidence, NCCL_DEBUG={level}")
         scores = (s for r in done if r.level == level for s in r.scores)
         print("\n".join(format_calibration(calibration(scores))))
-    _finish(len(done), sum(len(r.scores) for r in done), wall, args.workers, failed)
-
-
-# --- randomized worlds ------------------------------------------------------------------
-
-WorldTask = tuple[int, int, int]  # nodes (0: drawn), seed, watchdog
-#: No blame at this confidence or above may be wrong (the target).
-CONFIDENT = 0.6
-
-
-@dataclass(frozen=True, slots=True)
-class WorldIncident:
-    size: str  # the --nodes entry it ran under ("64", "random")
-    nodes: int
-    seed: int
-    fault: str
-    buckets: dict[str, str]
-    scores: list[JobScore]
-    seconds: float
-
-
-def run_world(task: WorldTask) -> WorldIncident:
-    nodes, seed, watchdog = task
-    started = time.perf_counter()
-    truth, scores = _replayed(
-        lambda work: write_world(work, seed, nodes or None, watchdog_s=watchdog)
-    )
-    dims = truth["dimensions"]
-    return WorldIncident(
-        str(nodes) if nodes else RANDOM,
-        dims["nodes"],
-        seed,
-        dims["fault"],
-        truth["buckets"],
-        scores,
-        time.perf_counter() - started,
-    )
-
-
-def _bucket_order(label: str) -> tuple[float, str]:
-    """Range labels ("<=1s", "1-5s", ">60s") by their numbers, other labels by name."""
-    m = re.match(r"(<=|>)?(\d+(?:\.\d+)?)", label)
-    if m is None:
-        return (math.inf, label)
-    value = float(m.group(2))
-    return (
-        value - 0.5 if m.group(1) == "<=" else value + 0.5 if m.group(1) == ">" else value,
-        label,
-    )
-
-
-def confident_wrong(scores: Iterable[JobScore]) -> tuple[int, int]:
-    """(wrong, all) blames at confidence >= CONFIDENT: wrong is a blame on a healthy job or a
-    blame that is not top-1."""
-    wrong = every = 0
-    for s in scores:
-        if s.blamed and s.confidence >= CONFIDENT:
-            every += 1
-            wrong += not s.top1
-    return wrong, every
-
-
-def world_main(args: argparse.Namespace) -> None:
-    sizes: list[int] = args.nodes
-    tasks: list[WorldTask] = [
-        (n, seed, args.watchdog) for seed in range(1, args.seeds + 1) for n in sizes
-    ]
-    progress = _Progress(len(tasks))
-    done: list[WorldIncident] = []
-    failed: list[str] = []
-    started = time.perf_counter()
-    with ProcessPoolExecutor(args.workers) as pool:
-        futures = {pool.submit(run_world, t): t for t in tasks}
-        for fut in as_completed(futures):
-            try:
-                done.append(fut.result())
-            except Exception as exc:
-                n, seed, _ = futures[fut]
-                failed.append(f"{n or RANDOM} nodes seed {seed}: {exc!r}{_where(exc)}")
-                progress.step(failed=True)
-            else:
-                progress.step()
-    wall = time.perf_counter() - started
-    done.sort(key=lambda r: (sizes.index(int(r.size) if r.size != RANDOM else 0), r.seed))
-    print(f"randomized worlds: watchdog {args.watchdog} s, {args.seeds} seeds per size")
-    for n in sizes:
-        label = str(n) if n else RANDOM
-        mine = [r for r in done if r.size == label]
-        if not mine:
-            continue
-        per = statistics.mean(r.seconds for r in mine)
-        spread = (
-            f", {min(r.nodes for r in mine)}-{max(r.nodes for r in mine)} nodes" if not n else ""
-        )
-        print(f"\n{label} nodes{spread}: {len(mine)} incidents, {per:.1f} s per incident")
-        print("\n".join(format_table(tally((r.fault, r.scores) for r in mine))))
-    if len(sizes) > 1:
-        print(f"\nall sizes: {len(done)} incidents")
-        print("\n".join(format_table(tally((r.fault, r.scores) for r in done))))
-    for dim in DIMENSION_NAMES:
-        ordered = sorted(done, key=lambda r: _bucket_order(r.buckets[dim]))
-        rows = tally((r.buckets[dim], r.scores) for r in ordered)
-        print(f"\nby {dim}")
-        print("\n".join(format_table(rows)))
-    every = [s for r in done for s in r.scores]
-    print("\ncalibration: blames on affected jobs by confidence")
-    print("\n".join(format_calibration(calibration(every))))
-    wrong, confident = confident_wrong(every)
-    print(f"blames at confidence >= {CONFIDENT}: {confident}, wrong: {wrong}")
-    undecidable = [s for s in every if s.undecidable]
-    affected = [s for s in every if s.affected]
-    print(
-        f"undecidable (the evidence cannot tell; right only as unknown or a flagged tie): "
-        f"{len(undecidable)} of {len(affected)} affected jobs, {sum(s.top1 for s in undecidable)} "
-        "answered so"
-    )
-    _finish(len(done), len(every), wall, args.workers, failed)
+    finish(len(done), sum(len(r.scores) for r in done), wall, args.workers, failed)
 
 
 if __name__ == "__main__":

@@ -4,14 +4,15 @@ simulation): what counts as top-1, top-3, node-vs-link, a false blame, and how i
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for benchmarks.grading
+from benchmarks.grading import tables
+from benchmarks.grading.score import score_incident
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
@@ -20,19 +21,6 @@ from railtrace.streams.records import (
     LinkRef,
     Verdict,
 )
-
-
-def _load() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "accuracy.py"
-    spec = importlib.util.spec_from_file_location("accuracy_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-acc = _load()
 
 S = 1_000_000_000
 FAULT_AT = 1_000 * S
@@ -109,7 +97,7 @@ def _verdict(
 
 
 def _one(truth: dict[str, Any], verdict: Verdict) -> Any:
-    (score,) = acc.score_incident(truth, [verdict])
+    (score,) = score_incident(truth, [verdict])
     return score
 
 
@@ -221,7 +209,7 @@ def test_a_verdict_after_the_watchdog_has_a_negative_lead() -> None:
 
 
 def test_an_affected_job_without_a_verdict_scores_as_missed() -> None:
-    (s,) = acc.score_incident(_truth(j1=_truth_job()), [])
+    (s,) = score_incident(_truth(j1=_truth_job()), [])
     assert s.seen_state == "missing"
     assert not (s.top1 or s.top3 or s.state_ok or s.false_blame)
 
@@ -239,7 +227,7 @@ def test_several_affected_jobs_are_scored_each_against_its_own_culprit() -> None
         _verdict("j3", state=JobState.HEALTHY, decided_at_ns=None),
         _verdict("not-in-truth", link="L1"),
     ]
-    scores = acc.score_incident(truth, verdicts)
+    scores = score_incident(truth, verdicts)
     assert [s.job_id for s in scores] == ["j1", "j2", "j3"]
     assert [s.top1 for s in scores] == [True, True, False]
     assert scores[1].after_fault_s == 10.0
@@ -250,7 +238,7 @@ def test_several_affected_jobs_are_scored_each_against_its_own_culprit() -> None
 
 
 def _scores(truth: dict[str, Any], *verdicts: Verdict) -> list[Any]:
-    result: list[Any] = acc.score_incident(truth, list(verdicts))
+    result: list[Any] = score_incident(truth, list(verdicts))
     return result
 
 
@@ -276,7 +264,7 @@ def test_tally_counts_each_column_per_case() -> None:
         _truth("app-hang", j1=_truth_job(cause="unknown", link=None)),
         _verdict("j1", link="L5", confidence=0.3),
     )
-    rows = acc.tally([("link-down", link_right), ("link-down", link_wrong), ("app-hang", hang)])
+    rows = tables.tally([("link-down", link_right), ("link-down", link_wrong), ("app-hang", hang)])
     assert list(rows) == ["link-down", "app-hang"]
     ld = rows["link-down"]
     assert (ld.incidents, ld.affected, ld.top1, ld.top3, ld.kind_ok) == (2, 2, 1, 2, 2)
@@ -290,21 +278,21 @@ def test_tally_counts_each_column_per_case() -> None:
     assert (ah.affected, ah.top1, ah.non_fabric, ah.non_fabric_blamed) == (1, 0, 1, 1)
     assert ah.conf_right == [] and ah.conf_wrong == [0.3]
 
-    both = acc.total(rows.values())
+    both = tables.total(rows.values())
     assert (both.incidents, both.affected, both.top1, both.healthy_blamed) == (3, 3, 1, 1)
     assert both.conf_wrong == [0.4, 0.3]
 
 
 def test_a_right_answer_that_blames_nothing_adds_no_confidence() -> None:
     hang = _scores(_truth("app-hang", j1=_truth_job(cause="unknown", link=None)), _verdict("j1"))
-    row = acc.tally([("app-hang", hang)])["app-hang"]
+    row = tables.tally([("app-hang", hang)])["app-hang"]
     assert row.top1 == 1
     assert row.conf_right == [] and row.conf_wrong == []
 
 
 def test_the_table_has_a_row_per_case_and_a_total() -> None:
     right = _scores(_truth(j1=_truth_job()), _verdict("j1", link="L1", confidence=0.85))
-    lines = acc.format_table(acc.tally([("link-down", right), ("flap", right)]))
+    lines = tables.format_table(tables.tally([("link-down", right), ("flap", right)]))
     assert [line.split()[0] for line in lines] == ["case", "link-down", "flap", "total"]
     total_cells = lines[-1].split()
     assert total_cells[1:3] == ["2", "2"]  # incidents, affected jobs
@@ -320,7 +308,7 @@ def test_calibration_bins_are_closed_below_and_the_last_is_closed_above(
     confidence: float, bin_index: int
 ) -> None:
     s = _scores(_truth(j1=_truth_job()), _verdict("j1", link="L1", confidence=confidence))
-    bins = acc.calibration(s)
+    bins = tables.calibration(s)
     assert [b.blames for b in bins] == [int(i == bin_index) for i in range(5)]
 
 
@@ -333,7 +321,7 @@ def test_calibration_counts_only_blames_on_affected_jobs_and_their_top1_share() 
         *_scores(truth, _verdict("j1", link="L1", confidence=0.3)),
         *_scores(truth, _verdict("j1")),  # nothing blamed: not in any bin
     ]
-    bins = acc.calibration(scores)
+    bins = tables.calibration(scores)
     assert [(b.low, b.high) for b in bins] == [
         (0.0, 0.2),
         (0.2, 0.4),
@@ -388,15 +376,15 @@ def test_an_undecidable_job_with_a_flagged_tie_holding_its_culprit_is_right() ->
     [([5.0], 0.9, 5.0), ([1.0, 2.0], 0.9, 2.0), ([float(i) for i in range(1, 11)], 0.9, 9.0)],
 )
 def test_the_p90_is_a_time_some_job_took(xs: list[float], q: float, expected: float) -> None:
-    assert acc.nearest_rank(xs, q) == expected
+    assert tables.nearest_rank(xs, q) == expected
 
 
 def test_the_table_shows_the_slow_tail_of_fault_to_verdict_beside_its_median() -> None:
-    tally = acc.Tally(after_fault=[10.0] * 9 + [600.0])
-    head, *_ = acc.format_table({"pfc-storm": tally})
-    row = acc.format_row("pfc-storm", tally)
+    tally = tables.Tally(after_fault=[10.0] * 9 + [600.0])
+    head, *_ = tables.format_table({"pfc-storm": tally})
+    row = tables.format_row("pfc-storm", tally)
     cells = dict(zip(head.split(), row.split(), strict=False))
     assert (cells["flt>v"], cells["p90"]) == ("10", "10")
     tally.after_fault.append(600.0)
-    cells = dict(zip(head.split(), acc.format_row("pfc-storm", tally).split(), strict=False))
+    cells = dict(zip(head.split(), tables.format_row("pfc-storm", tally).split(), strict=False))
     assert (cells["flt>v"], cells["p90"]) == ("10", "600")

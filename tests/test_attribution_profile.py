@@ -96,6 +96,41 @@ def test_two_candidates_within_the_tie_margin_make_a_flagged_tie_listing_both() 
     assert alone.tied == ()
 
 
+def test_the_calibration_map_changes_the_confidence_shown_but_not_what_is_blamed() -> None:
+    raw = _verdict(DEFAULT_PROFILE)
+    mapped = _verdict(
+        AttributionProfile(judging=JudgingRules(calibration=((0.4, 0.2), (0.6, 0.3))))
+    )
+    # The coin toss (raw 0.5) is still named, min_confidence holding the raw figure, but its
+    # confidence is what the map says blames at 0.5 are worth.
+    assert mapped.cause_link == raw.cause_link and mapped.cause_kind == CauseKind.LINK
+    assert mapped.confidence == pytest.approx(0.25)
+    assert mapped.candidates == raw.candidates and mapped.tied == raw.tied
+
+
+@pytest.mark.parametrize(
+    ("knots", "why"),
+    [
+        (((0.5, 0.6), (0.4, 0.7)), "must rise"),
+        (((0.4, 0.8), (0.6, 0.7)), "must rise"),
+        (((0.4, 0.8), (0.4, 0.9)), "must rise"),
+        (((0.4, 1.2),), "outside"),
+        (((-0.1, 0.2),), "outside"),
+    ],
+)
+def test_a_calibration_map_that_falls_or_leaves_zero_to_one_is_refused(
+    knots: tuple[tuple[float, float], ...], why: str
+) -> None:
+    with pytest.raises(ValidationError, match=why):
+        JudgingRules(calibration=knots)
+
+
+def test_the_calibration_map_is_read_from_the_config_file_as_a_toml_array(tmp_path: Path) -> None:
+    config = tmp_path / "railtrace.toml"
+    config.write_text("[attribution.judging]\ncalibration = [[0.4, 0.7], [0.9, 0.95]]\n")
+    assert load_settings(config).attribution.judging.calibration == ((0.4, 0.7), (0.9, 0.95))
+
+
 def test_the_config_file_and_the_environment_set_the_profile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

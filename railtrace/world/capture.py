@@ -20,7 +20,7 @@ import orjson
 
 from railtrace.world import gnmic
 from railtrace.world.dimensions import Dimensions, draw
-from railtrace.world.incident import NS, Incident, Job, plan
+from railtrace.world.incident import NS, Incident, Job, Strike, plan
 from railtrace.world.joblogs import job_files
 from railtrace.world.shape import Cable, build, cables_csv, hosts_csv
 
@@ -126,6 +126,24 @@ SIDE = {
 }
 
 
+#: Faults that change a link's oper-status, which telemetry reports as it happens.
+LINK_STATE_FAULTS = frozenset({"link-down", "flap", "nic-down"})
+
+
+def _prompt_evidence(strike: Strike) -> list[str]:
+    """The prompt evidence the world wrote for a struck job: its cable's state change
+    (`link-state`), NCCL's transport error in its logs (`nccl`, printed whatever NCCL_DEBUG
+    says, since PyTorch repeats it as the "Last error"), the kernel's Xid (`kernel`)."""
+    out = []
+    if strike.cable is not None and strike.fault in LINK_STATE_FAULTS:
+        out.append("link-state")
+    if strike.transport_errors and strike.cable is not None:
+        out.append("nccl")
+    if strike.node is not None and strike.gpu is not None:
+        out.append("kernel")
+    return out
+
+
 def truth(inc: Incident, zone: str) -> dict[str, Any]:
     jobs = {}
     for job in inc.jobs:
@@ -156,6 +174,9 @@ def truth(inc: Incident, zone: str) -> dict[str, Any]:
             # Why the evidence cannot tell the culprit, when it cannot: only `unknown` (or a
             # flagged tie holding the culprit) is then right.
             "undecidable": undecidable,
+            # What told of the fault at once, apart from counters and step reports: the
+            # fault-to-verdict target holds for these.
+            "evidence": _prompt_evidence(strike) if affected and strike else [],
             "fault_at_ns": strike.at_ns if strike else None,
             "stalled_at_ns": job.stalled_ns,
             "slow_at_ns": job.slowed_ns,

@@ -8,10 +8,11 @@ description is the reason for its default; the README's attribution page lists t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from railtrace.streams.attribution.pace import PaceRules
 from railtrace.streams.attribution.scoring import ScoringRules, TimeWindow
@@ -46,6 +47,14 @@ class JudgingRules(BaseModel):
         "the verdict names the best but flags the tie and lists the tied candidates, and no "
         "page or alert draws one culprit.",
     )
+    calibration: tuple[tuple[float, float], ...] = Field(
+        default=(),
+        description="The map from the margin rule's confidence to the share of blames that "
+        "are right: (raw, probability) knots, raw increasing, probability not decreasing, "
+        "straight lines between them. Fitted by `benchmarks/accuracy.py --world --calibrate` "
+        "over graded worlds; empty, the verdict shows the raw confidence. `min_confidence` "
+        "is held against the raw confidence, so a new map never changes what is blamed.",
+    )
     max_candidates: int = Field(
         default=5, ge=1, le=50, description="Candidates a verdict lists, best first."
     )
@@ -65,6 +74,20 @@ class JudgingRules(BaseModel):
         "shipper's stamp to be late, when a step report is held against a link's state "
         "change.",
     )
+
+    @model_validator(mode="after")
+    def _monotone_calibration(self) -> JudgingRules:
+        knots = self.calibration
+        for x, y in knots:
+            if not (0.0 <= x <= 1.0 and 0.0 <= y <= 1.0):
+                raise ValueError(f"calibration knot ({x}, {y}) is outside [0, 1]")
+        for (x0, y0), (x1, y1) in itertools.pairwise(knots):
+            if x1 <= x0 or y1 < y0:
+                raise ValueError(
+                    f"calibration knots must rise: ({x0}, {y0}) then ({x1}, {y1}); raw strictly, "
+                    "probability never falling"
+                )
+        return self
 
 
 class AttributionProfile(BaseModel):
@@ -116,6 +139,8 @@ def shown(value: Any) -> str:
     """A setting's value as a TOML-minded reader types it; a weight table by key."""
     if isinstance(value, dict):
         return ", ".join(f"{k}: {shown(v)}" for k, v in value.items())
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return f"{value:.1f}"
     return str(value)

@@ -6,6 +6,7 @@ against this file and the README's attribution page. Every figure here is a docu
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -248,3 +249,23 @@ def confidence(best: float, runner_up: float) -> float:
     if best <= 0.0:
         return 0.0
     return round(best * best / (best + runner_up), 4)
+
+
+def calibrated(knots: tuple[tuple[float, float], ...], raw: float) -> float:
+    """`raw` through the calibration map `knots` ((raw, probability) pairs, raw increasing):
+    straight lines between knots, the end knots' probabilities beyond them, and `raw` itself
+    when there are no knots (no map fitted).
+
+    >>> calibrated((), 0.42), calibrated(((0.4, 0.7), (0.8, 0.9)), 0.6)
+    (0.42, 0.8)
+    >>> calibrated(((0.4, 0.7), (0.8, 0.9)), 0.1), calibrated(((0.4, 0.7), (0.8, 0.9)), 1.0)
+    (0.7, 0.9)
+    """
+    if not knots:
+        return raw
+    if raw <= knots[0][0]:
+        return knots[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(knots):
+        if raw <= x1:
+            return round(y0 + (y1 - y0) * (raw - x0) / (x1 - x0), 4)
+    return knots[-1][1]

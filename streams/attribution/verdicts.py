@@ -12,7 +12,7 @@ from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
-from railtrace.streams.attribution.scoring import combine, confidence, path_factor
+from railtrace.streams.attribution.scoring import calibrated, combine, confidence, path_factor
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
@@ -400,7 +400,7 @@ def build_verdict(
         best.kind,
         best.link,
         best.node,
-        sure,
+        calibrated(judging.calibration, sure),
         tuple(candidates[: judging.max_candidates]),
         tuple(evidence),
         ranks,
