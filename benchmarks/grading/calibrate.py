@@ -86,10 +86,11 @@ class HeldOut:
 
 
 def held_out(fit_on: Sequence[JobScore], score_on: Sequence[JobScore]) -> HeldOut:
-    knots = fit(blames(fit_on))
+    fitted = blames(fit_on)
+    knots = fit(fitted)
     return HeldOut(
         knots,
-        len(blames(fit_on)),
+        len(fitted),
         len(blames(score_on)),
         expected_calibration_error(calibration(score_on)),
         expected_calibration_error(calibration(recalibrated(score_on, knots))),

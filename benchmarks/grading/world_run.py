@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from benchmarks.grading.calibrate import format_knots, held_out
+from benchmarks.grading.calibrate import blames, fit, format_knots, held_out
 from benchmarks.grading.runs import Progress, finish, where
 from benchmarks.grading.score import JobScore
 from benchmarks.grading.tables import (
@@ -110,7 +110,7 @@ def calibration_lines(done: Sequence[WorldIncident]) -> list[str]:
         )
     every = [s for r in done for s in r.scores]
     lines.append("fitted on every blame, for [attribution.judging]:")
-    lines.append(format_knots(held_out(every, every).knots))
+    lines.append(format_knots(fit(blames(every))))
     return lines
 
 
