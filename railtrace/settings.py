@@ -109,6 +109,10 @@ class WorkerSettings(BaseModel):
     # How long (in the switch's own time) an LLDP difference from cables.csv must hold before
     # it is reported: a neighbour arrives leaf by leaf and a table fills over a few updates.
     lldp_settle_s: float = Field(default=30.0, ge=0)
+    # How long a batch waits for a table's changelog topic to reach the producer's metadata
+    # before the agent fails loudly: faust declares the changelogs at start, so a longer wait
+    # means a broker that lost or never made the topic, not a slow one.
+    changelog_wait_s: float = Field(default=60.0, gt=0)
 
 
 class CollectSettings(BaseModel):

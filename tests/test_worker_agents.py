@@ -72,10 +72,13 @@ class Sent:
 class RecordingProducer:
     """Takes the place of the app's Kafka producer: records each message and reports it
     delivered at once. `send` serves `topic.send` (the agent's outputs), `send_soon` and
-    `key_partition` serve table writes (their changelog)."""
+    `key_partition` serve table writes (their changelog); `ready_for` records the topics the
+    agent made sure of before writing (aiokafka's own `key_partition` fails on a topic its
+    metadata does not hold: tests/test_worker_followers.py)."""
 
     def __init__(self) -> None:
         self.sent: list[Sent] = []
+        self.ready: set[str] = set()  # topics `ready_for` was awaited on
 
     async def maybe_start(self) -> None:
         return None
@@ -101,6 +104,9 @@ class RecordingProducer:
 
     def key_partition(self, topic: str, key: bytes | None) -> TP:
         return TP(topic, 0)
+
+    async def ready_for(self, topic: str, within_s: float) -> None:
+        self.ready.add(topic)
 
     def on(self, topic: str) -> list[Sent]:
         return [s for s in self.sent if s.topic == topic]
@@ -348,7 +354,12 @@ def test_good_log_lines_yield_job_facts_keyed_by_job_and_save_the_job_view(
     edges = [f for f in facts if isinstance(f, ChannelEdge)]
     assert {e.channel for e in edges} == set(range(8))
 
-    # The job's view is in the job-views table, keyed by job id, and restores to the job.
+    # The job's view is in the job-views table, keyed by job id, and restores to the job;
+    # both tables' changelogs were made known to the producer before the agent wrote them.
+    assert {
+        w.processor.parsers_table.changelog_topic.get_topic_name(),
+        w.processor.views_table.changelog_topic.get_topic_name(),
+    } <= w.producer.ready
     saved = w.processor.views_table.get(healthy.job_id.encode())
     assert saved is not None, "the job's view was not saved"
     view = JobView.restore(orjson.loads(saved))

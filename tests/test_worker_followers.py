@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from attribution_support import HOST_LINK, LEAF, LEAF_PORT, T0, S, fabric
 from kafka_support import BOOTSTRAP, require_broker
 
@@ -67,3 +68,77 @@ def test_a_link_event_message_that_does_not_decode_is_skipped_and_its_neighbours
     )
     assert got == [down, up]
     assert processor.newest_link_event_ns == up.ts_ns
+
+
+def _changelog_settings(wait_s: float = 60.0) -> Settings:
+    tag = uuid.uuid4().hex[:10]
+    return Settings(
+        kafka=KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"t{tag}", partitions=2),
+        worker=WorkerSettings(app_id=f"a{tag}", changelog_wait_s=wait_s),
+    )
+
+
+async def _create(names: list[str]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, 2, 1) for name in names])
+    finally:
+        await admin.close()
+
+
+def test_a_table_changelog_new_to_the_producer_is_made_known_before_a_batch_writes_it() -> None:
+    """A table write picks its changelog partition from the producer's metadata, without
+    waiting; a worker's first write to a changelog the producer had not sent to crashed the
+    parse-logs agent (a job streamed one host short). The agent now awaits `ready_for` each
+    batch, which this pins against a real broker and producer. The changelogs are made here
+    as faust makes them when a worker starts."""
+    require_broker()
+    settings = _changelog_settings()
+    processor = Processor(settings, fabric())
+    changelogs = [
+        t.changelog_topic.get_topic_name() for t in (processor.parsers_table, processor.views_table)
+    ]
+
+    async def partition_before_and_after() -> tuple[BaseException | None, int]:
+        producer = processor.app.producer
+        await producer.start()
+        try:
+            # Made after the producer's first metadata, as a worker's table may be new to a
+            # producer that started long before it first writes there.
+            await _create(changelogs)
+            before: BaseException | None = None
+            try:
+                producer.key_partition(changelogs[1], b"job-1")
+            except TypeError as exc:
+                before = exc
+            await asyncio.wait_for(processor._changelogs_ready(), 60)
+            return before, producer.key_partition(changelogs[1], b"job-1").partition
+        finally:
+            await producer.stop()
+
+    before, partition = asyncio.run(partition_before_and_after())
+    assert isinstance(before, TypeError), "the producer knew the new changelog already"
+    assert partition in (0, 1)
+
+
+def test_a_changelog_missing_from_the_cluster_fails_naming_it_instead_of_hanging() -> None:
+    """aiokafka waits forever for metadata of a topic the cluster lacks; a worker whose
+    changelog was deleted must say so rather than sit silent."""
+    require_broker()
+    settings = _changelog_settings(wait_s=3.0)
+    processor = Processor(settings, fabric())
+    missing = processor.parsers_table.changelog_topic.get_topic_name()
+
+    async def ready() -> BaseException:
+        producer = processor.app.producer
+        await producer.start()
+        try:
+            with pytest.raises(RuntimeError) as caught:
+                await asyncio.wait_for(processor._changelogs_ready(), 60)
+            return caught.value
+        finally:
+            await producer.stop()
+
+    error = asyncio.run(ready())
+    assert missing in str(error) and "changelog_wait_s" in str(error)

@@ -13,6 +13,7 @@ events, job facts and verdicts.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
@@ -58,6 +59,22 @@ class _IdempotentProducer(FaustProducer):
 
     def _settings_extra(self) -> dict[str, Any]:
         return {"acks": "all", "enable_idempotence": True}
+
+    async def ready_for(self, topic: str, within_s: float) -> None:
+        """Wait until the producer's metadata knows `topic`. A table write picks its
+        changelog partition synchronously from that metadata (faust's `key_partition`), and
+        before the producer has sent to a new changelog it raises TypeError, crashing the
+        agent with its batch half done (seen: a job streamed one host short). At once when
+        the topic is known; aiokafka itself would wait forever on a topic the cluster lacks,
+        so past `within_s` this raises, naming the topic."""
+        try:
+            await asyncio.wait_for(self._ensure_producer().partitions_for(topic), within_s)
+        except TimeoutError:
+            raise RuntimeError(
+                f"changelog topic {topic!r} is not in the cluster's metadata after {within_s:g}"
+                " s (worker.changelog_wait_s); was it deleted, or is the broker refusing"
+                " this worker's requests?"
+            ) from None
 
 
 def faust_app(settings: Settings, app_id: str) -> faust.App:
@@ -153,8 +170,9 @@ class Processor:
         # A log file whose lines name no host (`dmesg -T`) belongs to the one its name gives.
         named = SourceHosts(fabric.hosts())
         local = settings.site.zone
+        self.parsers_table = _table(app, settings, "log-parsers")
         self.parsers = SnapshotCache(
-            _table(app, settings, "log-parsers"),
+            self.parsers_table,
             lambda _key: _Parsers(named, local),
             functools.partial(_Parsers.restore, named, local),
             _Parsers.snapshot,
@@ -241,6 +259,7 @@ class Processor:
 
         async def parse_logs(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
+                await self._changelogs_ready()
                 facts_out: dict[str, list[Any]] = defaultdict(list)
                 verdicts: list[Verdict] = []
                 dead: list[Any] = []
@@ -325,6 +344,15 @@ class Processor:
                 dead.append(await self._dead(event, f"placement: {uncabled.reason}"))
         self.counters["placements"] += len(read.placements)
         return dead
+
+    async def _changelogs_ready(self) -> None:
+        """Before a batch writes the parsers' and job views' tables: their changelogs known to
+        the producer (`_IdempotentProducer.ready_for`)."""
+        producer = cast(_IdempotentProducer, self.app.producer)
+        for table in (self.parsers_table, self.views_table):
+            await producer.ready_for(
+                table.changelog_topic.get_topic_name(), self.settings.worker.changelog_wait_s
+            )
 
     def _adopt(self, key: bytes) -> list[Verdict]:
         """Take over a job whose view this worker has only in its recovered table; returns the
