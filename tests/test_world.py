@@ -15,6 +15,8 @@ import orjson
 import pytest
 
 from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.streams.logs.parser import parse_lines
+from railtrace.streams.records import Progress
 from railtrace.world.capture import hostlist, write_world
 from railtrace.world.dimensions import DIMENSION_NAMES, draw
 from railtrace.world.incident import NS, plan
@@ -211,6 +213,7 @@ def test_a_seed_writes_the_same_capture_twice(tmp_path):
         {"vendor": "sonic", "stamp": "local-naive", "srun_label": True, "trainer": "nemo"},
         {"vendor": "eos", "gnmic_format": "event", "stamp": "local-offset", "trainer": "deepspeed"},
         {"vendor": "nxos", "gnmic_format": "json", "routing": "ib", "trainer": "torchtitan"},
+        {"vendor": "cumulus", "gnmic_format": "json", "stamp": "local-offset", "trainer": "hf"},
     ],
     ids=lambda f: "-".join(str(v) for v in f.values()),
 )
@@ -227,3 +230,38 @@ def test_railtrace_reads_everything_a_world_writes(tmp_path, fixed):
     assert {v.job_id for v in report.verdicts} == set(truth["jobs"])
     stored = orjson.loads((tmp_path / "truth.json").read_bytes())
     assert stored == truth
+
+
+def test_the_hf_trainers_bar_is_read_as_one_report_per_log_dict_before_the_stall(tmp_path):
+    """The HF Trainer's tqdm bar redraws after a carriage return every step and ends its line
+    only with the log dict: each such line is one report, at the step that crossed the
+    cadence, and a stalled job's last one comes before its stall."""
+    truth = write_world(
+        tmp_path,
+        3,
+        16,
+        sample_s=30,
+        trainer="hf",
+        report_every=10,
+        stamp="utc-shipper",
+        fault="link-down",
+    )
+    stalled = 0
+    for job_id, job in truth["jobs"].items():
+        lines = [
+            line
+            for log in sorted((tmp_path / "logs" / job_id).iterdir())
+            if log.suffix != ".dmesg"
+            for line in log.read_bytes().decode().split("\n")
+        ]
+        facts, stats = parse_lines(lines, job_id=job_id, source=job_id)
+        assert stats.malformed == 0
+        reports = [f for f in facts if isinstance(f, Progress)]
+        assert len(reports) == sum("'loss'" in line for line in lines) > 10, job_id
+        assert all(r.step_ms and r.step_ms > 0 for r in reports)
+        crossings = [r.step // 10 for r in reports]
+        assert crossings == sorted(set(crossings)), job_id
+        if job["stalled_at_ns"] is not None:
+            stalled += 1
+            assert reports[-1].ts_ns < job["stalled_at_ns"] + 10**9 * 10
+    assert stalled

@@ -19,9 +19,9 @@ they were. The space, with why each range:
   or that reboots; pre-FEC symbol and corrected-FEC counts on every healthy PAM4 link.
 - traffic: jobs' bursty compute/communicate steps, other tenants' flows and storage and
   checkpoint traffic on shared uplinks.
-- logs: Megatron, torchtitan, NeMo 2, DeepSpeed's throughput timer or a trainer that prints no
-  step line (the progress bars of Lightning and the HF Trainer are not drawn yet); a report
-  every 1-100 steps
+- logs: Megatron, torchtitan, NeMo 2, DeepSpeed's throughput timer, the HF Trainer's tqdm
+  bar (its renders kept on one line until its log dict's newline) or a trainer that prints no
+  step line (Lightning's bar is not drawn yet); a report every 1-100 steps
   of 0.5-15 s; NCCL_DEBUG INFO, WARN or unset; stamps in UTC, in the site's local time with or
   without its offset, as journald or a shipper prints them; srun `--label` prefixes; shippers
   stamping up to a few seconds late.
@@ -57,7 +57,7 @@ FAULTS: dict[str, float] = {
 PLACES = {"host": 0.45, "uplink": 0.4, "spine": 0.15}
 VENDORS = ("cumulus", "sonic", "eos", "nxos")
 ROUTINGS = ("ecmp", "ecmp-polarised", "spray", "ib")
-TRAINERS = ("megatron", "torchtitan", "nemo", "deepspeed", "silent")
+TRAINERS = ("megatron", "torchtitan", "nemo", "deepspeed", "hf", "silent")
 STAMPS = ("utc-shipper", "local-naive", "local-offset", "journald")
 NCCL_DEBUG = ("INFO", "WARN", "unset")
 #: Sampling every 1 or 2 s is drawn only up to this size: a 288-node fabric sampled every second

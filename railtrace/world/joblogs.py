@@ -7,8 +7,9 @@ them:
   the exception carrying NCCL's last error come at every level;
 - the trainer's step reports every `report_every` steps come from one rank (Megatron with the
   mean time of those steps, torchtitan with its tokens per second, NeMo 2 with the last step's
-  time, DeepSpeed with the last step's samples per second; or none at all), stamped in the
-  host's local time where the trainer stamps;
+  time, DeepSpeed with the last step's samples per second, the HF Trainer's tqdm bar redrawn
+  after a carriage return every step and ended by its log dict's newline; or none at all),
+  stamped in the host's local time where the trainer stamps;
 - each file's lines are kept by the site as `stamp` says: prefixed by a shipper's UTC stamp
   (seconds late), by the local time with or without its offset, or by journald's short
   format (local, no year); with `srun --label` every rank's line carries its task number;
@@ -119,6 +120,9 @@ def _progress(p: _Printer, job: Job, clock: JobClock, until: int, file: LogFile,
     dims = p.dims
     if dims.trainer == "silent":
         return
+    if dims.trainer == "hf":
+        _hf_bar(p, job, clock, until, file, rank)
+        return
     host = job.hosts[rank // RAILS]
     every = dims.report_every
     last_t, last_step = job.started_ns, 0
@@ -167,6 +171,66 @@ def _progress(p: _Printer, job: Job, clock: JobClock, until: int, file: LogFile,
                 f"(64.42%)  tps: {tps:,.0f}  tflops: 402.15  mfu: 40.66%"
             )
         file.lines.append((t, host, rank, text))
+
+
+#: The Trainer's `max_steps` in the world's runs: its bar counts up to it.
+HF_MAX_STEPS = 100_000
+#: tqdm's default smoothing: an exponential moving average of the per-render pace.
+TQDM_SMOOTHING = 0.3
+
+
+def _tqdm_interval(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h:d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def _hf_bar(p: _Printer, job: Job, clock: JobClock, until: int, file: LogFile, rank: int) -> None:
+    """The HF Trainer's tqdm bar as a file holds it: every step a render after a carriage
+    return, no newline, until its log dict every `report_every` steps (`tqdm.write` blanks the
+    bar, prints the dict and its newline, and draws the bar again). So one physical line per
+    report, stamped when its newline came, and the pace is tqdm's smoothed one."""
+    host = job.hosts[rank // RAILS]
+    every = p.dims.report_every
+    alpha = TQDM_SMOOTHING
+    ema_dn = ema_dt = 0.0
+    last_t, last_n = job.started_ns, 0
+    renders: list[str] = []
+    t = job.started_ns
+    step_ns = int(job.step_s * NS / 4) or NS
+    while t < until:
+        t += step_ns
+        done = clock.steps(t)
+        if done <= last_n:
+            continue
+        dt = (t - last_t) / NS
+        ema_dn = alpha * (done - last_n) + (1 - alpha) * ema_dn
+        ema_dt = alpha * dt + (1 - alpha) * ema_dt
+        rate = ema_dn / ema_dt  # tqdm's bias correction cancels in the ratio
+        before = last_n
+        last_t, last_n = t, done
+        elapsed = (t - job.started_ns) / NS
+        pace = f"{rate:5.2f}it/s" if rate >= 1 else f"{1 / rate:5.2f}s/it"
+        left = _tqdm_interval((HF_MAX_STEPS - done) / rate)
+        share = done / HF_MAX_STEPS
+        bar = "█" * int(share * 10)
+        renders.append(
+            f"\r{share * 100:3.0f}%|{bar:<10}| {done}/{HF_MAX_STEPS} "
+            f"[{_tqdm_interval(elapsed)}<{left}, {pace}]"
+        )
+        if done // every > before // every:
+            blank = "\r" + " " * (len(renders[-1]) - 1) + "\r"
+            loss = 3.1 - done / 1e6
+            text = (
+                "".join(renders)
+                + blank
+                + (
+                    f"{{'loss': {loss:.4f}, 'grad_norm': 0.512, 'learning_rate': 3e-05, "
+                    f"'epoch': {done / HF_MAX_STEPS:.2f}}}"
+                )
+            )
+            file.lines.append((t + NS // 100, host, rank, text))
+            renders = [renders[-1]]
 
 
 def _glog(p: _Printer, t: int, where: str) -> str:
