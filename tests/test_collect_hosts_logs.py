@@ -140,6 +140,35 @@ def test_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
     ]
 
 
+def test_a_bar_line_longer_than_the_cap_keeps_its_label_and_newest_render(tmp_path: Path) -> None:
+    """tqdm redraws after a CR every step and ends the line only with the log dict: the
+    scraper keeps the line's first piece and its newest renders, read in many chunks."""
+    path = job_file(tmp_path)
+    out = Collected()
+    renders = [f"\r  1%|          | {n}/100000 [00:01<39:28:18,  1.42s/it]" for n in range(1, 801)]
+    line = "0: " + "".join(renders) + "\r{'loss': 0.8533, 'epoch': 0.01}\n"
+    assert len(line) > 4 * 8192
+
+    async def go() -> None:
+        s = LogScraper(config(tmp_path, max_line_bytes=8192, read_chunk_bytes=4096), out)
+        for i in range(0, len(line), 3000):
+            append(path, line[i : i + 3000])
+            await s.poll()
+        append(path, "next\n")
+        await s.poll()
+        s.close()
+        assert s.stats.lines_cut == 0
+
+    run(go())
+    ((_, got), (_, after)) = numbered(out.messages)[src(tmp_path)]
+    assert len(got.encode()) <= 8192 and after == "next"
+    assert got.startswith("0: \r") and got.endswith(
+        renders[-1] + "\r{'loss': 0.8533, 'epoch': 0.01}"
+    )
+    facts, stats = parse_lines([got], job_id=JOB, source="s")
+    assert [f.step for f in facts] == [800] and stats.malformed == 0
+
+
 def test_full_batches_go_at_once_the_rest_after_the_idle_delay(tmp_path: Path) -> None:
     path = job_file(tmp_path)
     out = Collected()

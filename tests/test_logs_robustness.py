@@ -8,7 +8,13 @@ import pytest
 from logs_support import JOB, REAL, of_type, parse_real, real_lines
 
 from railtrace.streams.logs import MAX_LINE_BYTES, LogParser, parse_lines
-from railtrace.streams.records import ChannelEdge, CollectiveTimeout, NetDevices, NetError
+from railtrace.streams.records import (
+    ChannelEdge,
+    CollectiveTimeout,
+    NetDevices,
+    NetError,
+    Progress,
+)
 
 GOOD_DEVICES = real_lines("rccl_419_net_ib_using_ib.log")[2]
 GOOD_ERROR = real_lines("nccl_tests_185_roce_socket_reset.log")[4]
@@ -56,6 +62,36 @@ def test_enormous_line_is_cut_reported_and_its_head_still_parsed() -> None:
     assert (dead.line_no, dead.extra["rule"]) == (1, "line-length")
     assert str(len(huge)) in dead.reason
     assert len(dead.raw) == 4096
+
+
+def _bar(steps: int, head: str = "2026-08-10T07:19:59.941Z ", end: str = "") -> str:
+    """An HF Trainer bar line as a file holds it: a render after a CR at every step."""
+    renders = "".join(
+        f"\r  1%|          | {n}/100000 [00:{n % 60:02d}<39:28:18,  1.42s/it]"
+        for n in range(1, steps + 1)
+    )
+    return head + renders + end
+
+
+@pytest.mark.parametrize("as_bytes", [True, False])
+def test_a_bar_line_beyond_the_cap_keeps_its_stamp_and_newest_render_and_is_not_cut(
+    as_bytes: bool,
+) -> None:
+    line = _bar(4000, end="\r" + " " * 50 + "\r{'loss': 0.8533, 'epoch': 0.04}\n")
+    assert len(line) > 3 * MAX_LINE_BYTES
+    facts, stats = parse_lines([line.encode() if as_bytes else line], job_id=JOB, source="bar")
+    (report,) = of_type(facts, Progress)
+    assert report.step == 4000
+    assert report.ts_ns == 1786346399941000000  # the shipper's stamp of the first piece
+    assert stats.malformed == 0 and not stats.dead_letters
+
+
+def test_a_bar_line_whose_last_piece_alone_passes_the_cap_is_cut_and_reported() -> None:
+    line = _bar(10, end="\r" + "x" * (MAX_LINE_BYTES + 10))
+    facts, stats = parse_lines([line], job_id=JOB, source="bar")
+    (dead,) = stats.dead_letters
+    assert dead.extra["rule"] == "line-length"
+    assert of_type(facts, Progress)[0].step == 10  # the head still parsed
 
 
 def test_str_and_bytes_input_give_the_same_facts() -> None:

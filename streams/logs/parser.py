@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import DeadLetter, JobFact
 from .common import NOWHERE, Malformed, Where
@@ -28,7 +28,10 @@ from .ras import RasRules
 from .timestamps import Clock
 
 #: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
-#: stall the stream or blow up memory.
+#: stall the stream or blow up memory. A progress bar's line is the exception: its renders
+#: after carriage returns are kept from the newest back, with its first piece (where a
+#: shipper's stamp or srun's label is), as a terminal shows the newest render and nothing is
+#: lost that the parser would keep; only a piece longer than this is cut and reported.
 MAX_LINE_BYTES = 64 * 1024
 #: Bytes of a malformed line kept in its DeadLetter, enough to recognise it, bounded in memory.
 MAX_DEAD_LETTER_RAW = 4096
@@ -36,6 +39,7 @@ MAX_DEAD_LETTER_RAW = 4096
 #: resumes from state it would misread.
 SNAPSHOT_VERSION = 1
 _PIECES = re.compile(r"\r\n?|\n")
+_Text = TypeVar("_Text", str, bytes)
 
 
 @dataclass
@@ -124,7 +128,7 @@ class LogParser:
         problem: Malformed | None = None
         try:
             text, size = _decode(line)
-            if size > MAX_LINE_BYTES:
+            if size:
                 unit = "bytes" if isinstance(line, bytes) else "characters"
                 problem = Malformed(
                     "line-length",
@@ -260,16 +264,29 @@ class LogParser:
 
 
 def _decode(line: str | bytes) -> tuple[str, int]:
-    """The text of a line, capped, without its newline or NUL bytes, and its original size."""
+    """The text of a line, capped, without its newline or NUL bytes, and its original size
+    when it had to be cut (0 when it was whole or only lost superseded bar renders)."""
     if isinstance(line, bytes):
-        size = len(line)
-        text = line[:MAX_LINE_BYTES].decode("utf-8", errors="replace")
+        kept, cut = _bounded(line.rstrip(b"\r\n"), b"\r")
+        text = kept.decode("utf-8", errors="replace")
     else:
-        size = len(line)
-        text = line[:MAX_LINE_BYTES]
+        text, cut = _bounded(line.rstrip("\r\n"), "\r")
     if "\x00" in text:
         text = text.replace("\x00", "")
-    return text.rstrip("\r\n"), size
+    return text, len(line) if cut else 0
+
+
+def _bounded(raw: _Text, cr: _Text) -> tuple[_Text, bool]:
+    """`raw` within MAX_LINE_BYTES (see there), and whether anything but renders a later
+    render overwrote was lost."""
+    if len(raw) <= MAX_LINE_BYTES:
+        return raw, False
+    first = raw.find(cr)
+    if 0 <= first <= MAX_LINE_BYTES // 2:
+        tail = raw.find(cr, len(raw) - (MAX_LINE_BYTES - first))
+        if tail > first:
+            return raw[:first] + raw[tail:], False
+    return raw[:MAX_LINE_BYTES], True
 
 
 def parse_lines(

@@ -4,7 +4,10 @@ A `Tail` holds the file open by descriptor, so a file renamed away by logrotate 
 read to its end while the path already names a new file. It splits on b"\\n" only (as
 `railtrace replay --kafka` does, so line numbers agree), returns each complete line with the
 byte offset just after its newline (the offset to resume from once that line is delivered),
-and keeps an unfinished last line back until its newline arrives.
+and keeps an unfinished last line back until its newline arrives. A line longer than
+`max_line_bytes` is cut, except a progress bar's: tqdm redraws its line after a carriage
+return at every step and ends it only with a log message, so it keeps its first piece (a
+shipper's stamp, srun's label) and its newest renders, as the parser does (`MAX_LINE_BYTES`).
 
 Content identity: a file's device and inode name it while it is open, and its first bytes
 (`head`) recognise it across restarts, when an inode number may have been reused or the file
@@ -133,8 +136,18 @@ class Tail:
         return line
 
     def _keep(self, piece: bytes) -> None:
-        room = self._max_line - len(self._pending)
-        if len(piece) > room:
-            self._pending_cut = True
-            piece = piece[: max(room, 0)]
-        self._pending += piece
+        pending = self._pending
+        if self._pending_cut:
+            return
+        pending += piece
+        limit = self._max_line
+        if len(pending) <= limit:
+            return
+        first = pending.find(b"\r")
+        if 0 <= first <= limit // 2:
+            tail = pending.find(b"\r", len(pending) - (limit - first))
+            if tail > first:
+                del pending[first:tail]
+                return
+        del pending[limit:]
+        self._pending_cut = True
