@@ -11,6 +11,7 @@ from .parser import (
     SNAPSHOT_VERSION,
     LogParser,
     ParseStats,
+    bounded,
     parse_lines,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "LogParser",
     "ParseStats",
+    "bounded",
     "parse_lines",
 ]

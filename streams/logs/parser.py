@@ -28,10 +28,8 @@ from .ras import RasRules
 from .timestamps import Clock
 
 #: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
-#: stall the stream or blow up memory. A progress bar's line is the exception: its renders
-#: after carriage returns are kept from the newest back, with its first piece (where a
-#: shipper's stamp or srun's label is), as a terminal shows the newest render and nothing is
-#: lost that the parser would keep; only a piece longer than this is cut and reported.
+#: stall the stream or blow up memory; a progress bar's line keeps its newest renders instead
+#: (`bounded`).
 MAX_LINE_BYTES = 64 * 1024
 #: Bytes of a malformed line kept in its DeadLetter, enough to recognise it, bounded in memory.
 MAX_DEAD_LETTER_RAW = 4096
@@ -127,12 +125,12 @@ class LogParser:
         facts: list[JobFact] = []
         problem: Malformed | None = None
         try:
-            text, size = _decode(line)
-            if size:
+            text, cut = _decode(line)
+            if cut:
                 unit = "bytes" if isinstance(line, bytes) else "characters"
                 problem = Malformed(
                     "line-length",
-                    f"line of {size} {unit} cut to the first {MAX_LINE_BYTES} before parsing",
+                    f"line of {len(line)} {unit} cut to the first {MAX_LINE_BYTES} before parsing",
                 )
             # Progress bars rewrite their line with CR, and a caller may hand over a chunk
             # with several lines: each piece is parsed as a line of its own.
@@ -263,30 +261,34 @@ class LogParser:
         )
 
 
-def _decode(line: str | bytes) -> tuple[str, int]:
-    """The text of a line, capped, without its newline or NUL bytes, and its original size
-    when it had to be cut (0 when it was whole or only lost superseded bar renders)."""
+def _decode(line: str | bytes) -> tuple[str, bool]:
+    """The text of a line within MAX_LINE_BYTES, without its newline or NUL bytes, and whether
+    it had to be cut (not when it only lost bar renders a later one overwrote)."""
     if isinstance(line, bytes):
-        kept, cut = _bounded(line.rstrip(b"\r\n"), b"\r")
+        kept, cut = bounded(line.rstrip(b"\r\n"), MAX_LINE_BYTES)
         text = kept.decode("utf-8", errors="replace")
     else:
-        text, cut = _bounded(line.rstrip("\r\n"), "\r")
+        text, cut = bounded(line.rstrip("\r\n"), MAX_LINE_BYTES)
     if "\x00" in text:
         text = text.replace("\x00", "")
-    return text, len(line) if cut else 0
+    return text, cut
 
 
-def _bounded(raw: _Text, cr: _Text) -> tuple[_Text, bool]:
-    """`raw` within MAX_LINE_BYTES (see there), and whether anything but renders a later
-    render overwrote was lost."""
-    if len(raw) <= MAX_LINE_BYTES:
+def bounded(raw: _Text, limit: int) -> tuple[_Text, bool]:
+    """`raw` within `limit`, and whether anything was lost but bar renders a later render
+    overwrote: a progress bar's line keeps its first piece (a shipper's stamp, srun's label)
+    and its newest renders after carriage returns, as a terminal shows the newest; any other
+    line keeps its first `limit`. Shared by the parser and the host scraper's tail, so both
+    keep the same part of a long line."""
+    if len(raw) <= limit:
         return raw, False
+    cr = b"\r" if isinstance(raw, bytes) else "\r"
     first = raw.find(cr)
-    if 0 <= first <= MAX_LINE_BYTES // 2:
-        tail = raw.find(cr, len(raw) - (MAX_LINE_BYTES - first))
+    if 0 <= first <= limit // 2:
+        tail = raw.find(cr, len(raw) - (limit - first))
         if tail > first:
             return raw[:first] + raw[tail:], False
-    return raw[:MAX_LINE_BYTES], True
+    return raw[:limit], True
 
 
 def parse_lines(

@@ -7,7 +7,7 @@ byte offset just after its newline (the offset to resume from once that line is 
 and keeps an unfinished last line back until its newline arrives. A line longer than
 `max_line_bytes` is cut, except a progress bar's: tqdm redraws its line after a carriage
 return at every step and ends it only with a log message, so it keeps its first piece (a
-shipper's stamp, srun's label) and its newest renders, as the parser does (`MAX_LINE_BYTES`).
+shipper's stamp, srun's label) and its newest renders, by the parser's own rule (`bounded`).
 
 Content identity: a file's device and inode name it while it is open, and its first bytes
 (`head`) recognise it across restarts, when an inode number may have been reused or the file
@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+
+from railtrace.streams.logs import bounded
 
 log = logging.getLogger(__name__)
 
@@ -136,18 +138,9 @@ class Tail:
         return line
 
     def _keep(self, piece: bytes) -> None:
-        pending = self._pending
         if self._pending_cut:
             return
-        pending += piece
-        limit = self._max_line
-        if len(pending) <= limit:
-            return
-        first = pending.find(b"\r")
-        if 0 <= first <= limit // 2:
-            tail = pending.find(b"\r", len(pending) - (limit - first))
-            if tail > first:
-                del pending[first:tail]
-                return
-        del pending[limit:]
-        self._pending_cut = True
+        self._pending += piece
+        if len(self._pending) > self._max_line:
+            kept, self._pending_cut = bounded(bytes(self._pending), self._max_line)
+            self._pending[:] = kept
