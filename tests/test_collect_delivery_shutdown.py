@@ -82,3 +82,38 @@ def test_a_producer_that_will_not_stop_does_not_hold_the_collectors_shutdown(
     assert stopped, "Delivery.run() did not end within 5 s of its cancellation"
     assert StuckProducer.stops >= 3
     assert not d.spool.empty()  # nothing acknowledged, nothing lost: still spooled
+
+
+def test_a_cancellation_that_meets_a_failing_send_still_ends_the_drain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker goes away as the collector shuts down: its send fails in the same turn of
+    the loop as the drain task is cancelled. `asyncio.wait_for` (Python 3.11) then hands the
+    send's error to the drain and drops the cancellation, and the drain took it for one more
+    broker failure and went on retrying, so the collector never stopped (seen in a loaded run
+    of the stopped-broker test: Delivery.run() still running 60 s after its cancel)."""
+    from aiokafka.errors import KafkaConnectionError
+
+    monkeypatch.setattr(delivery_module, "BACKOFF_S", (0.05, 0.1))
+    failing: asyncio.Future[None] | None = None
+
+    async def go() -> bool:
+        nonlocal failing
+        d = Delivery(KafkaSettings(topic_prefix="t"), Spool(tmp_path / "spool", max_bytes=10**7))
+
+        async def send(_batch: Any) -> None:
+            nonlocal failing
+            failing = asyncio.get_running_loop().create_future()
+            await failing
+
+        monkeypatch.setattr(d, "_send", send)
+        task = asyncio.create_task(d.run())
+        await d(Outgoing("gnmi", b"leaf1", b"sample", ts_ns=1))
+        while failing is None:
+            await asyncio.sleep(0.01)
+        failing.set_exception(KafkaConnectionError("broker went away"))
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=5)
+        return bool(done) and task.cancelled()
+
+    assert asyncio.run(go()), "Delivery.run() went on after its cancellation"

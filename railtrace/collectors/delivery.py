@@ -106,10 +106,17 @@ class Delivery:
                     await self._wake.wait()
                     continue
                 try:
-                    await asyncio.wait_for(self._send(batch), SEND_TIMEOUT_S)
+                    # Not `asyncio.wait_for`: on Python 3.11 a cancellation that meets a send
+                    # failing in the same turn is dropped for the send's error, and the drain
+                    # went on retrying after its collector had asked it to stop.
+                    async with asyncio.timeout(SEND_TIMEOUT_S):
+                        await self._send(batch)
                     failures = 0
                     self.failing_since = None
                 except (KafkaError, OSError, TimeoutError) as exc:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise asyncio.CancelledError from exc  # the client lost our cancel
                     failures += 1
                     self.counters["send_failures"] += 1
                     self.last_error = repr(exc)
