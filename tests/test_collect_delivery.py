@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import gates
-from kafka_support import BOOTSTRAP, broker_is_ours, read_topic, require_broker, run_kafka_sh
+from kafka_support import (
+    BOOTSTRAP,
+    broker_is_ours,
+    read_records,
+    read_topic,
+    require_broker,
+    run_kafka_sh,
+)
 
 from railtrace.collectors.delivery import DEAD_LETTER_BYTES, Delivery
 from railtrace.collectors.emit import Outgoing
@@ -24,12 +31,17 @@ from railtrace.streams.worker import kafka, topics
 
 T = TypeVar("T")
 
+#: The collected messages' times: this minute, as a live collector's are. (Stamped in 1970,
+#: the broker deleted them at its next retention pass, at times before the test read them.)
+NOW_NS = time.time_ns()
+
 
 def _message(n: int) -> Outgoing:
     key = f"leaf{n % 5}".encode()
+    ts_ns = NOW_NS + n * 10**6
     if n % 50 == 0:
-        return Outgoing("snmp", key, b"trap %d" % n, state_change=True, ts_ns=n * 10**6)
-    return Outgoing("gnmi", key, b"sample %d" % n, ts_ns=n * 10**6)
+        return Outgoing("snmp", key, b"trap %d" % n, state_change=True, ts_ns=ts_ns)
+    return Outgoing("gnmi", key, b"sample %d" % n, ts_ns=ts_ns)
 
 
 async def _received(settings: KafkaSettings) -> dict[tuple[str, bytes], list[bytes]]:
@@ -149,6 +161,42 @@ def test_a_stopped_broker_costs_spool_space_not_data(tmp_path: Path) -> None:
     got, delivery = _run(go())
     assert {k: _without_repeats(v) for k, v in got.items()} == _expected(sent)
     assert delivery.spool.dropped.total() == 0
+
+
+def test_a_record_older_than_half_its_topics_retention_goes_out_stamped_with_the_send_time(
+    tmp_path: Path,
+) -> None:
+    """Taken with its own time, a record from a long outage's backlog (or a wrong year) would
+    be deleted by the broker's next retention pass, maybe before a worker read it."""
+    require_broker()
+    settings = KafkaSettings(bootstrap_servers=BOOTSTRAP, topic_prefix=f"d{uuid.uuid4().hex[:8]}")
+    now_ns = time.time_ns()
+    kept_ns = topics.RAW_GNMI.retention_ms * 10**6 // 2
+    old = [
+        Outgoing("gnmi", b"leaf1", b"from 1970", ts_ns=10**9),
+        Outgoing("gnmi", b"leaf1", b"past half the retention", ts_ns=now_ns - kept_ns - 10**9),
+    ]
+    recent = Outgoing("gnmi", b"leaf1", b"an hour ago", ts_ns=now_ns - 3600 * 10**9)
+
+    async def go() -> tuple[list[Any], Delivery]:
+        await kafka.ensure_topics(settings)
+        delivery = Delivery(settings, Spool(tmp_path / "spool", max_bytes=10**8))
+        task = asyncio.create_task(delivery.run())
+        try:
+            for m in [*old, recent]:
+                await delivery(m)
+            await _until(delivery.spool.empty, 60)
+        finally:
+            await _stopped(task)
+        return await read_records(topics.name(settings.topic_prefix, topics.RAW_GNMI)), delivery
+
+    records, delivery = _run(go())
+    stamps = {r.value: r.timestamp for r in records}
+    assert list(stamps) == [m.value for m in [*old, recent]]
+    for m in old:
+        assert stamps[m.value] >= now_ns // 10**6 - 1000, m.value
+    assert stamps[recent.value] == recent.ts_ns // 10**6  # a recent record keeps its own time
+    assert delivery.counters["stamped_now_gnmi"] == len(old)
 
 
 def test_records_the_broker_refuses_do_not_block_the_ones_behind_them(tmp_path: Path) -> None:

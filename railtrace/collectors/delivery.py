@@ -12,6 +12,11 @@ a kernel line with a wrong year gives; a record over the size limit) would other
 spool forever. Such a record is sent again stamped with the send time when its time was the
 problem, and otherwise goes to the dead-letters topic (cut to its first bytes) with the
 reason, so the records behind it flow.
+
+A record stamped further back than half of what its topic keeps (a spool backlog from a long
+outage, a log file read from its start, a line with a wrong year) is taken by the broker but
+deleted at its next retention pass, which may come before any worker has read it: it is sent
+stamped with the send time instead. The record's own time is in its value either way.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class Delivery:
     """The Emit every collector of a process shares.
 
     `counters`: spooled_<stream> (messages emitted), sent (acknowledged by the broker),
+    stamped_now_<stream> (sent with the send time as their Kafka time; module docstring),
     send_failures (batches that failed and were retried after a backoff). `failing_since` is
     the monotonic time of the first failure since the last batch went through (None while
     sends succeed), for the health rules.
@@ -80,6 +86,8 @@ class Delivery:
         self.failing_since: float | None = None
         self.last_error = ""
         self._topics = {s: topics.name(settings.topic_prefix, spec) for s, spec in STREAMS.items()}
+        # Record times older than this (ms before the send) are replaced by the send time.
+        self._kept_ms = {s: spec.retention_ms // 2 for s, spec in STREAMS.items()}
         self._wake = asyncio.Event()
         self._producer: AIOKafkaProducer | None = None
         self._topics_checked = False
@@ -140,16 +148,12 @@ class Delivery:
     async def _send(self, batch: list[tuple[Any, Outgoing]]) -> None:
         producer = await self._connect()
         pending: list[Any] = []
-        for _, m in batch:
+        now_ms = time.time_ns() // 1_000_000
+        stamps = [self._stamp(m, now_ms) for _, m in batch]
+        for (_, m), ts_ms in zip(batch, stamps, strict=True):
             try:
-                pending.append(
-                    await producer.send(
-                        self._topics[m.stream],
-                        m.value,
-                        key=m.key,
-                        timestamp_ms=None if m.ts_ns is None else m.ts_ns // 1_000_000,
-                    )
-                )
+                topic = self._topics[m.stream]
+                pending.append(await producer.send(topic, m.value, key=m.key, timestamp_ms=ts_ms))
             except RECORD_FAULTS as exc:  # refused before it left (over max_request_size)
                 pending.append(exc)
         results = await asyncio.gather(
@@ -169,6 +173,17 @@ class Delivery:
             await self._refused(m)
         self.spool.ack(batch[-1][0])
         self.counters["sent"] += len(batch) - len(failed)  # _refused counts its own
+        for (_, m), ts_ms in zip(batch, stamps, strict=True):
+            if ts_ms is None and m.ts_ns is not None:
+                self.counters[f"stamped_now_{m.stream}"] += 1
+
+    def _stamp(self, m: Outgoing, now_ms: int) -> int | None:
+        """The Kafka time of `m`: its own, unless the broker would delete it at once (see the
+        module docstring); None is the send time."""
+        if m.ts_ns is None:
+            return None
+        ts_ms = m.ts_ns // 1_000_000
+        return None if ts_ms < now_ms - self._kept_ms[m.stream] else ts_ms
 
     async def _alone(self, m: Outgoing, topic: str, value: bytes, ts_ms: int | None) -> bool:
         """Send one record and wait for it; False when the broker refused the record itself.
@@ -190,7 +205,7 @@ class Delivery:
         topic = self._topics[m.stream]
         # The broker answers per partition, so a batch's innocent records share the refusal
         # of a bad one: each is tried again alone first.
-        ts_ms = None if m.ts_ns is None else m.ts_ns // 1_000_000
+        ts_ms = self._stamp(m, time.time_ns() // 1_000_000)
         if await self._alone(m, topic, m.value, ts_ms):
             self.counters["sent"] += 1
             return

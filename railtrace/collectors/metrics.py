@@ -192,6 +192,8 @@ def delivery_families(role: str, delivery: Delivery) -> Iterator[Metric]:
          "dead-lettered instead."),
         ("retimed", "Messages whose time the broker refused (too far ahead), sent stamped "
          "with the send time instead."),
+        ("stamped_now", "Messages whose own time was older than half their topic's retention "
+         "(the broker would delete them at once), sent stamped with the send time."),
     ):  # fmt: skip
         family = CounterMetricFamily(PREFIX + f"messages_{kind}", what, labels=["role", "stream"])
         for key, n in sorted(seen.items()):
