@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -155,6 +156,17 @@ spool_dir = "{self.workdir / "spool"}"
             f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
             for p in sorted(self.workdir.glob("*.log"))
         )
+
+    def troubles(self, per_log: int = 4) -> str:
+        """The last warnings, errors and crashes of each process, short: what a failure's
+        first lines should show, since CI keeps only the head and tail of a long failure."""
+        marks = re.compile(r"^(warning|error|critical)\b|Traceback|crashed", re.IGNORECASE)
+        out = []
+        for p in sorted(self.workdir.glob("*.log")):
+            lines = p.read_text(errors="replace").splitlines()
+            hits = [line[:300] for line in lines if marks.search(line)][-per_log:]
+            out.append(f"{p.stem}: " + (" | ".join(hits) if hits else "no warnings"))
+        return "\n".join(out)
 
     def keep_logs(self, name: str) -> Path:
         """Copy the processes' whole logs to test-artifacts/<name>/, which outlives pytest's
@@ -369,7 +381,7 @@ def wait_for_verdicts(s: Stack, expected: dict[str, Any], name: str) -> dict[str
     raise AssertionError(
         f"{len(diff)} of {len(expected)} streamed verdicts differ after "
         f"{now - start:.0f} s, pipeline {why}, lags {lags}: {first}\n"
-        f"{diff}\nwhole logs in {kept}\n{s.logs()}"
+        f"{s.troubles()}\n{diff}\nwhole logs in {kept}\n{s.logs()}"
     )
 
 
