@@ -40,6 +40,7 @@ from railtrace.streams.records import (
 # The defaults the settings give: the rules under test.
 RULES = PaceRules()
 WARMUP_REPORTS, BASELINE_REPORTS = RULES.warmup_reports, RULES.baseline_reports
+MIN_BASELINE = RULES.min_baseline_reports
 SLOW_RATIO, SLOW_REPORTS = RULES.slow_ratio, RULES.slow_reports
 MIN_BLAME_SCORE = JudgingRules().min_blame_score
 
@@ -90,14 +91,49 @@ def _only(verdicts: list[Verdict]) -> Verdict:
 def test_warmup_reports_are_left_out_and_the_baseline_is_the_median_of_the_next_ones():
     pace = Pace()
     warmup = [5000.0] * WARMUP_REPORTS  # compilation, first checkpoint: much slower
-    # An outlier among them: the median (not the mean) is the normal pace.
-    baseline = [100.0, 102.0, 104.0, 106.0, 108.0, 110.0, 112.0, 900.0][:BASELINE_REPORTS]
+    # Out of order and spread: the median (not the mean, not the last) is the normal pace.
+    baseline = [104.0, 100.0, 112.0, 106.0, 110.0, 102.0, 108.0, 111.0][:BASELINE_REPORTS]
     assert len(baseline) == BASELINE_REPORTS
     for i, ms in enumerate([*warmup, *baseline]):
-        assert pace.normal is None
+        if i < WARMUP_REPORTS + MIN_BASELINE:
+            assert pace.normal is None
         assert pace.add(_report(i * EVERY_S, ms, step=i)) is False
     assert pace.baseline == baseline
     assert pace.normal == 107.0
+
+
+def test_judging_starts_once_the_fewest_baseline_reports_are_in_and_a_slow_one_stays_out():
+    pace = Pace()
+    first = [100.0, 110.0, 120.0][:MIN_BASELINE]
+    assert len(first) == MIN_BASELINE
+    for i, ms in enumerate([5000.0] * WARMUP_REPORTS + first):
+        pace.add(_report(i * EVERY_S, ms, step=i))
+    assert pace.normal == 110.0
+    n = WARMUP_REPORTS + MIN_BASELINE
+    pace.add(_report(n * EVERY_S, 990.0, step=n))  # a checkpoint save: slow, not normal
+    assert pace.baseline == first and pace.last_ratio == pytest.approx(9.0)
+    # The baseline goes on filling with normal reports, and its median moves with them.
+    pace.add(_report((n + 1) * EVERY_S, 130.0, step=n + 1))
+    assert pace.baseline == [*first, 130.0] and pace.normal == 115.0
+
+
+def test_a_sparse_reporter_is_past_its_warmup_by_its_second_report_and_judged_within_the_hour():
+    """NeMo reporting every 100 steps of 7 s: a report every 700 s. Its second report is 100
+    steps after the first, past the warm-up, so a 24% slowdown from the fifth report on is
+    confirmed at the seventh, not after two hours of baseline."""
+    every_s, steps = 700, 100
+    times = [7000.0, 7000.0, 7100.0, 6900.0, 8600.0, 8500.0, 8700.0]
+    pace = Pace()
+    started = [
+        pace.add(_report(i * every_s, ms, step=(i + 1) * steps)) for i, ms in enumerate(times)
+    ]
+    assert started == [False] * 6 + [True]
+    assert pace.slow_since() == T0 + 4 * every_s * S
+    # Reports one step apart are still a warm-up: the first two are left out.
+    dense = Pace()
+    for i, ms in enumerate([5000.0, 5000.0, 100.0, 100.0, 100.0]):
+        dense.add(_report(i * EVERY_S, ms, step=i + 1))
+    assert dense.baseline == [100.0] * 3
 
 
 @pytest.mark.parametrize("ratio", [1.5, SLOW_RATIO], ids=["1.5x", "exactly-slow-ratio"])

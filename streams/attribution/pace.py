@@ -27,12 +27,26 @@ class PaceRules(BaseModel):
         default=2,
         ge=0,
         description="First reports skipped: compilation, data loader warm-up and the first "
-        "checkpoint make them slow on a healthy job.",
+        "checkpoint make them slow on a healthy job...",
+    )
+    warmup_steps: int = Field(
+        default=50,
+        ge=0,
+        description="...the first always, the later ones only while they are this few steps "
+        "after the first: a trainer reporting every 100 steps is past its warm-up by its "
+        "second report, and skipping two would leave it unjudged for hours.",
     )
     baseline_reports: int = Field(
         default=8,
         ge=1,
-        description="Reports after the warm-up whose median is the job's normal pace.",
+        description="Reports after the warm-up whose median is the job's normal pace...",
+    )
+    min_baseline_reports: int = Field(
+        default=3,
+        ge=1,
+        description="...judged against as soon as this many are in; until the baseline is "
+        "full a report that is not slow joins it and a slow one counts as slow, so a sparse "
+        "reporter (one report in ten minutes) is judged within the hour, not after two.",
     )
     slow_ratio: float = Field(
         default=1.2,
@@ -94,6 +108,7 @@ class Pace:
     trainers print from one rank, so they arrive in order)."""
 
     seen: int = 0
+    first_step: int | None = None  # the step of the first report: the warm-up counts from it
     baseline: list[float] = field(default_factory=list)
     recent: list[int] = field(default_factory=list)  # report times, oldest first
     steps: list[int] = field(default_factory=list)  # the step each of `recent` reported
@@ -129,15 +144,23 @@ class Pace:
         del self.steps[: -self.rules.recent_reports]
         self.finished = p.total_steps is not None and p.step >= p.total_steps
         self.seen += 1
-        if self.seen <= self.rules.warmup_reports:
+        rules = self.rules
+        if self.first_step is None:
+            self.first_step = p.step
+        if self.seen <= rules.warmup_reports and (
+            self.seen == 1 or p.step - self.first_step < rules.warmup_steps
+        ):
             return False
-        if len(self.baseline) < self.rules.baseline_reports:
+        normal = self.normal
+        if normal is None:
             self.baseline.append(value)
             return False
-        ratio = value / self.normal if self.normal else 0.0
+        ratio = value / normal if normal else 0.0
+        if ratio < rules.slow_ratio and len(self.baseline) < rules.baseline_reports:
+            self.baseline.append(value)
         self.last_ratio = ratio
         was_slow = self.slow_since_ns is not None
-        if ratio >= self.rules.slow_ratio:
+        if ratio >= rules.slow_ratio:
             if self.run_start_ns is None:
                 self.run_start_ns = p.ts_ns
                 self.run_len = 0
@@ -160,8 +183,8 @@ class Pace:
 
     @property
     def normal(self) -> float | None:
-        """The job's normal pace, once the baseline reports are in."""
-        if len(self.baseline) < self.rules.baseline_reports:
+        """The job's normal pace, once enough baseline reports are in."""
+        if len(self.baseline) < min(self.rules.min_baseline_reports, self.rules.baseline_reports):
             return None
         return statistics.median(self.baseline)
 
@@ -224,6 +247,7 @@ class Pace:
     def snapshot(self) -> dict[str, Any]:
         return {
             "seen": self.seen,
+            "first_step": self.first_step,
             "baseline": self.baseline,
             "recent": self.recent,
             "steps": self.steps,
@@ -240,6 +264,7 @@ class Pace:
         return cls(
             rules=rules,
             seen=int(snap["seen"]),
+            first_step=snap.get("first_step"),
             baseline=[float(v) for v in snap["baseline"]],
             recent=[int(t) for t in snap["recent"]],
             steps=[int(n) for n in snap.get("steps", [])],
