@@ -162,6 +162,10 @@ class LinkEvent:
     pauses, an optic lane), empty when there is one. Two detectors can fire on one port at
     the same instant (in-errors and in-fcs-errors bursts), so (device, interface, kind,
     series, ts) is what makes an event distinct: the store keeps one row per such identity.
+
+    `span_s` is how long before `ts_ns` the anomaly may have begun: a rate is reported at the
+    end of the interval it was measured over, so an error burst in a 60 s sample began up to
+    60 s before its stamp. 0 for what is seen at an instant (a state change, a gauge).
     """
 
     ts_ns: int
@@ -171,6 +175,7 @@ class LinkEvent:
     value: float = 0.0
     detail: str = ""
     series: str = ""
+    span_s: float = 0.0
 
 
 # ---------------------------------------------------------------------------------------------

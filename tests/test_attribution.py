@@ -412,3 +412,29 @@ def test_many_faint_repeats_of_one_anomaly_do_not_add_up_to_a_blame(design):
     (alone,) = one.verdicts()
     assert v.cause_kind == alone.cause_kind == CauseKind.UNKNOWN
     assert [c.score for c in v.candidates] == [c.score for c in alone.candidates]
+
+
+@pytest.mark.parametrize(("span_s", "blamed"), [(60.0, True), (0.0, False)])
+def test_a_burst_stamped_after_the_stall_counts_from_the_start_of_its_sample(
+    design, span_s, blamed
+):
+    # A 60 s sample stamped 48 s after the stall covers the 12 s before it: the errors that
+    # stopped the job may be in it. Read as an instant 48 s late, it is mostly a consequence.
+    corr = Correlator(_fabric(design))
+    stall = T0 + 100 * S
+    burst = LinkEvent(
+        stall + 48 * S,
+        "leaf-su01-r0",
+        "swp32",
+        LinkEventKind.ERROR_BURST,
+        500.0,
+        "in_errors at 500/s",
+        "in_errors",
+        span_s,
+    )
+    _feed(corr, [*_job_facts(), burst, _timeout(stall + 600 * S, ran_for_s=600)])
+    (v,) = corr.verdicts()
+    assert (v.cause_kind == CauseKind.LINK) is blamed
+    if blamed:
+        assert v.cause_link is not None
+        assert Endpoint("leaf-su01-r0", "swp32") in {v.cause_link.a, v.cause_link.b}

@@ -147,6 +147,15 @@ def test_link_events_round_trip(store: SqlStore) -> None:
     ]
 
 
+def test_a_rate_events_sampling_span_is_stored_and_read_back(store: SqlStore) -> None:
+    # Attribution measures a rate's anomaly from the start of its sampling interval: an
+    # event read back from the store must score as it did when it was detected.
+    event, link_id = s.link_event()
+    burst = dataclasses.replace(event, kind=LinkEventKind.ERROR_BURST, span_s=60.0)
+    store.write_link_events([(burst, link_id)])
+    assert store.link_events_between([link_id], burst.ts_ns, burst.ts_ns) == [(burst, link_id)]
+
+
 def test_job_facts_round_trip_with_their_origin(store: SqlStore) -> None:
     facts = s.job_facts()
     store.write_job_facts(facts)
@@ -606,7 +615,7 @@ def _live_shape(store: SqlStore, table: str) -> tuple[list[tuple[str, str]], str
     return [(c["name"], c["type"]) for c in cols], key["sorting_key"].strip("()")
 
 
-@pytest.mark.parametrize("version", [3])
+@pytest.mark.parametrize("version", [3, 4])
 def test_a_store_made_by_an_older_release_migrates_to_the_declared_schema_with_its_rows(
     open_raw: Callable[..., SqlStore], version: int
 ) -> None:

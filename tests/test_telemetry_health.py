@@ -28,10 +28,15 @@ def rate(
     return LinkSample(T + int(ts_s * S), "leaf1", "Ethernet1", metric, qualifier, value, interval_s)
 
 
+#: Kinds judged from a counter's rate: each may have begun anywhere in its sample's 10 s.
+RATE_KINDS = {K.ERROR_BURST, K.FEC_UNCORRECTABLE, K.PFC_STORM, K.PFC_PAUSING, K.TRAFFIC_DROP}
+
+
 def event(
     ts_s: float, kind: LinkEventKind, value: float, detail: str, series: str = ""
 ) -> LinkEvent:
-    return LinkEvent(T + int(ts_s * S), "leaf1", "Ethernet1", kind, value, detail, series)
+    span_s = 10.0 if kind in RATE_KINDS else 0.0
+    return LinkEvent(T + int(ts_s * S), "leaf1", "Ethernet1", kind, value, detail, series, span_s)
 
 
 def run(inputs: Iterable[Input], thresholds: Thresholds | None = None) -> list[LinkEvent]:
@@ -114,6 +119,45 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
                 6e6,
                 "symbol_errors[phy] at 6e+06/s, its own level 5e+04/s",
                 "symbol_errors[phy]",
+            )
+        ],
+    ),
+    # A job that stopped sends no frames to lose, but its corrupting link still corrects
+    # codewords of idles: the rise over the link's own level is what shows it.
+    "a_rise_in_corrected_fec_codewords_is_a_burst_like_symbol_errors": (
+        [
+            *[rate(10 * k, M.FEC_CORRECTED, 1.1e4) for k in range(7)],
+            rate(70, M.FEC_CORRECTED, 4.3e5),  # 40x: not yet
+            rate(80, M.FEC_CORRECTED, 2.27e6),
+        ],
+        [
+            event(
+                80,
+                K.ERROR_BURST,
+                2.27e6,
+                "fec_corrected at 2.27e+06/s, its own level 1.1e+04/s",
+                "fec_corrected",
+            )
+        ],
+    ),
+    # One port reports its corrected bits in the millions beside a lane's corrected symbols
+    # in the hundreds: on one shared level the lane would never fire, or the bits always.
+    "each_pre_fec_series_of_a_port_is_judged_on_its_own_level": (
+        [
+            item
+            for k in range(8)
+            for item in (
+                rate(10 * k, M.FEC_CORRECTED, 3e6, "bits"),
+                rate(10 * k, M.FEC_CORRECTED, 2e3 if k < 7 else 3e5, "rs:2"),
+            )
+        ],
+        [
+            event(
+                70,
+                K.ERROR_BURST,
+                3e5,
+                "fec_corrected[rs:2] at 3e+05/s, its own level 2e+03/s",
+                "fec_corrected[rs:2]",
             )
         ],
     ),
@@ -369,5 +413,6 @@ def test_decoder_rates_and_health_chain_finds_a_pfc_storm_in_gnmic_events() -> N
             7000.0,
             "rx PFC pause 7000/s (priorities 3,4): the peer is pausing this port",
             "rx",
+            span_s=10.0,  # the 10 s between the two readings the rate came from
         )
     ]

@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS railtrace.link_events
     value Float64,
     detail String,
     inserted_at DateTime DEFAULT now() COMMENT 'arrival time; every TTL counts from here, not from the event time',
-    series LowCardinality(String) COMMENT 'the counter, direction or lane it is about; empty when the port has one'
+    series LowCardinality(String) COMMENT 'the counter, direction or lane it is about; empty when the port has one',
+    span_s Float64 COMMENT 'how long before ts it may have begun: the sampling interval of a rate'
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (device, interface, kind, ts, series)

@@ -63,6 +63,17 @@ def _link_event_series(database: str) -> list[str]:
     ]
 
 
+def _link_event_span(database: str) -> list[str]:
+    """A rate's anomaly may have begun anywhere in its sampling interval, which attribution
+    reads from the stored event too. Rows stored before have 0 (the type's default): an
+    instant, as they were read then."""
+    table = TABLES_BY_NAME["link_events"]
+    column = next(c for c in table.columns if c.name == "span_s")
+    return [
+        f"ALTER TABLE {qualified(database, table.name)} ADD COLUMN IF NOT EXISTS {column.ddl()}"
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -74,6 +85,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(3, "per-minute rollup of link fault counts, for the worst links", _fault_rollup),
     Migration(4, "link events keyed by series too: simultaneous detectors", _link_event_series),
+    Migration(
+        5, "link events say how long before their stamp they may have begun", _link_event_span
+    ),
 )
 
 

@@ -109,6 +109,7 @@ def link_events(rows: Sequence[tuple[LinkEvent, str]]) -> pa.Table:
             "value": [e.value for e, _ in rows],
             "detail": [e.detail for e, _ in rows],
             "series": [e.series for e, _ in rows],
+            "span_s": [e.span_s for e, _ in rows],
         },
     )
 

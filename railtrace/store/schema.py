@@ -170,6 +170,12 @@ TABLES: tuple[Table, ...] = (
                 pa.string(),
                 comment="the counter, direction or lane it is about; empty when the port has one",
             ),
+            Column(
+                "span_s",
+                "Float64",
+                pa.float64(),
+                comment="how long before ts it may have begun: the sampling interval of a rate",
+            ),
         ),
         engine="ReplacingMergeTree",
         # `series` last: migration 4 added it to an existing key, which only appends.

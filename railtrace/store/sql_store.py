@@ -121,7 +121,7 @@ LIMIT {{limit:UInt32}}"""
 
 _LINK_EVENTS_SQL = """\
 SELECT toUnixTimestamp64Nano(ts) AS ts_ns, device, interface, link_id, kind, value, detail,
-       series
+       series, span_s
 FROM {events} FINAL
 WHERE link_id IN {{links:Array(String)}}
   AND ts >= fromUnixTimestamp64Nano({{since:Int64}})
@@ -471,6 +471,7 @@ class SqlStore(ABC):
                     r["value"],
                     r["detail"],
                     r["series"],
+                    r["span_s"],
                 ),
                 r["link_id"],
             )

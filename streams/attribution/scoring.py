@@ -195,14 +195,22 @@ class TimeWindow(BaseModel):
         default=30.0, gt=0, description="How fast the weight fades after the stall (e-fold)."
     )
 
-    def factor(self, event_ns: int, stall_ns: int) -> float:
+    def factor(self, event_ns: int, stall_ns: int, span_s: float = 0.0) -> float:
         """Weight of an anomaly at `event_ns` for a stall at `stall_ns`, 0 outside the window.
+
+        `span_s`: the anomaly may have begun anywhere in the `span_s` seconds up to `event_ns`
+        (a rate is reported at the end of the interval it was measured over), so it is
+        measured from the point of that span nearest the stall. With 60 s sampling an error
+        burst stamped 48 s after a stall may have begun 12 s before it.
 
         >>> w = TimeWindow()
         >>> w.factor(0, 0), round(w.factor(0, 90 * 10**9), 3), w.factor(0, 400 * 10**9)
         (1.0, 0.368, 0.0)
+        >>> round(w.factor(48 * 10**9, 0), 3), w.factor(48 * 10**9, 0, span_s=60.0)
+        (0.202, 1.0)
         """
-        delta_s = (event_ns - stall_ns) / 1e9
+        begun = min(max(stall_ns, event_ns - int(span_s * 1e9)), event_ns)
+        delta_s = (begun - stall_ns) / 1e9
         if delta_s < -self.lookback_s or delta_s > self.lookahead_s:
             return 0.0
         tau = self.tau_before_s if delta_s < 0 else self.tau_after_s

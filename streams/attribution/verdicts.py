@@ -144,7 +144,7 @@ def _link_candidate(
     scored = [
         (
             rules.kind(e.kind, e.value, slow)
-            * window.factor(e.ts_ns, _onset(e.ts_ns, stalled_at, obs.onset_from_ns))
+            * window.factor(e.ts_ns, _onset(e.ts_ns, stalled_at, obs.onset_from_ns), e.span_s)
             * (rules.pfc_victim_factor if victim and e.kind == LinkEventKind.PFC_STORM else 1.0),
             e,
         )

@@ -32,8 +32,12 @@ K = LinkEventKind
 DOWN_STATES = frozenset({"down", "lower_layer_down", "not_present", "dormant"})
 
 #: Counters of frames lost to errors, whose rate is an error burst; each is latched on its
-#: own. Pre-FEC symbol errors are not among them: see `_on_symbols`.
+#: own. Pre-FEC errors are not among them: see `_on_pre_fec`.
 ERROR_METRICS = frozenset({Metric.IN_ERRORS, Metric.IN_FCS_ERRORS, Metric.OUT_ERRORS})
+
+#: Counts of what the FEC corrected (symbol errors, corrected codewords or bits): a healthy
+#: PAM4 link shows them all the time, so only a rise over the link's own level is a burst.
+PRE_FEC_METRICS = frozenset({Metric.SYMBOL_ERRORS, Metric.FEC_CORRECTED})
 
 _PAUSE_DIRECTION = {Metric.PFC_RX_PAUSE: "rx", Metric.PFC_TX_PAUSE: "tx"}
 _PAUSE_MEANING = {
@@ -45,7 +49,7 @@ _PAUSE_MEANING = {
 WATCHED_METRICS = frozenset(
     {
         *ERROR_METRICS,
-        Metric.SYMBOL_ERRORS,
+        *PRE_FEC_METRICS,
         *_PAUSE_DIRECTION,
         Metric.FEC_UNCORRECTABLE,
         Metric.RX_POWER_DBM,
@@ -59,7 +63,9 @@ WATCHED_METRICS = frozenset(
 _Iface = tuple[str, str]
 
 #: The per-interface parts of a version 1 snapshot (see `LinkHealth.snapshot`).
-_SNAPSHOT_PARTS = frozenset({"oper", "changes", "carrier", "latches", "pause", "baselines", "seen"})
+_SNAPSHOT_PARTS = frozenset(
+    {"oper", "changes", "carrier", "latches", "pause", "baselines", "pre_fec", "seen"}
+)
 _LatchKey = tuple[str, str, LinkEventKind, str]
 
 
@@ -121,10 +127,11 @@ class Thresholds(BaseModel):
     symbol_error_rise: float = Field(
         default=100.0,
         gt=1,
-        description="Pre-FEC symbol errors make an ERROR_BURST only at this many times the "
-        "link's own level: a healthy 200/400/800G PAM4 link shows them all the time (the FEC "
-        "corrects them), so their count says nothing; a hundredfold rise says the link is "
-        "degrading before frames are lost.",
+        description="Pre-FEC errors (symbol errors, corrected codewords or bits, each series "
+        "on its own) make an ERROR_BURST only at this many times the link's own level: a "
+        "healthy 200/400/800G PAM4 link shows them all the time (the FEC corrects them), "
+        "so their count says nothing; a hundredfold rise says the link is degrading before "
+        "frames are lost.",
     )
     symbol_error_floor_per_s: float = Field(
         default=1000.0,
@@ -135,14 +142,14 @@ class Thresholds(BaseModel):
     symbol_baseline_samples: int = Field(
         default=6,
         ge=1,
-        description="Samples of a link's symbol errors before its level is trusted; none fire "
+        description="Samples of a link's pre-FEC errors before its level is trusted; none fire "
         "before.",
     )
     symbol_baseline_alpha: float = Field(
         default=0.1,
         gt=0,
         le=1,
-        description="Smoothing of a link's symbol-error level: an EWMA that learns only from "
+        description="Smoothing of a link's pre-FEC error level: an EWMA that learns only from "
         "samples below a tenth of the rise (symbol_error_rise / 10 times the level, and the "
         "floor), so a link degrading step by step does not teach it that degraded is normal.",
     )
@@ -230,6 +237,9 @@ class LinkHealth:
         self._carrier: dict[_Iface, deque[tuple[int, int]]] = {}
         self._pause: dict[tuple[str, str, str], _PauseGroup] = {}
         self._baselines: dict[tuple[str, str, Metric], _Baseline] = {}
+        # Pre-FEC levels per series: one port reports per-lane corrected symbols beside its
+        # total corrected bits, each on its own scale.
+        self._pre_fec: dict[tuple[str, str, Metric, str], _Baseline] = {}
         # Time of the last sample of each watched (device, interface, metric, qualifier).
         self._seen: dict[tuple[str, str, Metric, str], int] = {}
 
@@ -240,7 +250,8 @@ class LinkHealth:
         that interface has: `oper` [ts_ns, down or null], `changes` [ts_ns, ...], `carrier`
         [[ts_ns, increments], ...], `latches` [[kind, sub, active, last_bad_ns], ...], `pause`
         [[direction, ts_ns, total, [qualifier, ...]], ...], `baselines` [[metric, ewma,
-        samples], ...] and `seen` [[metric, qualifier, ts_ns], ...]. Grouping by interface
+        samples], ...], `pre_fec` [[metric, qualifier, ewma, samples], ...] and `seen`
+        [[metric, qualifier, ts_ns], ...]. Grouping by interface
         keeps it small and readable; thresholds are configuration and are not in it.
         """
         ifaces: dict[str, dict[str, dict[str, list[Any]]]] = {}
@@ -265,6 +276,9 @@ class LinkHealth:
         for (device, interface, metric), baseline in self._baselines.items():
             row = [str(metric), enc_num(baseline.ewma), baseline.samples]
             rows(device, interface, "baselines").append(row)
+        for (device, interface, metric, qualifier), baseline in self._pre_fec.items():
+            row = [str(metric), qualifier, enc_num(baseline.ewma), baseline.samples]
+            rows(device, interface, "pre_fec").append(row)
         for (device, interface, metric, qualifier), ts_ns in self._seen.items():
             rows(device, interface, "seen").append([str(metric), qualifier, enc_int(ts_ns)])
         return {"v": VERSION, "type": "LinkHealth", "ifaces": ifaces}
@@ -308,6 +322,9 @@ class LinkHealth:
         for metric, ewma, samples in parts.get("baselines", ()):
             baseline = _Baseline(dec_num(ewma), dec_int(samples))
             self._baselines[(device, interface, Metric(metric))] = baseline
+        for metric, qualifier, ewma, samples in parts.get("pre_fec", ()):
+            series = (device, interface, Metric(metric), dec_str(qualifier))
+            self._pre_fec[series] = _Baseline(dec_num(ewma), dec_int(samples))
         for metric, qualifier, ts_ns in parts.get("seen", ()):
             self._seen[(device, interface, Metric(metric), dec_str(qualifier))] = dec_int(ts_ns)
 
@@ -389,8 +406,8 @@ class LinkHealth:
         t = self.thresholds
         if metric in ERROR_METRICS:
             return self._on_errors(s)
-        if metric is Metric.SYMBOL_ERRORS:
-            return self._on_symbols(s)
+        if metric in PRE_FEC_METRICS:
+            return self._on_pre_fec(s)
         if metric is Metric.FEC_UNCORRECTABLE:
             bad = s.rate > t.fec_uncorrectable_per_s
             detail = f"uncorrectable FEC codewords at {s.rate:.3g}/s"
@@ -420,7 +437,7 @@ class LinkHealth:
     ) -> list[LinkEvent]:
         if not self._latch((s.device, s.interface, kind, sub), s.ts_ns, bad):
             return []
-        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, s.rate, detail, sub)]
+        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, s.rate, detail, sub, s.interval_s)]
 
     def _on_pause(self, s: LinkSample, direction: str) -> list[LinkEvent]:
         """PFC_STORM (pauses received) or PFC_PAUSING (pauses sent) on the sum over
@@ -451,7 +468,11 @@ class LinkHealth:
             f"{direction} PFC pause {group.total:.0f}/s (priorities {which}): "
             f"{_PAUSE_MEANING[direction]}"
         )
-        return [LinkEvent(s.ts_ns, s.device, s.interface, kind, group.total, detail, direction)]
+        return [
+            LinkEvent(
+                s.ts_ns, s.device, s.interface, kind, group.total, detail, direction, s.interval_s
+            )
+        ]
 
     def _on_speed(self, s: LinkSample) -> list[LinkEvent]:
         """SPEED_DOWN when a port negotiates below the highest speed it had: a cable or optic
@@ -516,13 +537,17 @@ class LinkHealth:
                 level.learn(s.rate / frames, t.error_baseline_alpha)
         return events
 
-    def _on_symbols(self, s: LinkSample) -> list[LinkEvent]:
-        """ERROR_BURST when pre-FEC symbol errors rise far above the link's own level. Every
-        PAM4 link shows them at some rate the FEC corrects, which differs from link to link
-        and optic to optic: judged as a count, every healthy 400G link was erroring."""
+    def _on_pre_fec(self, s: LinkSample) -> list[LinkEvent]:
+        """ERROR_BURST when what the FEC corrects (symbol errors, codewords) rises far above
+        the link's own level. Every PAM4 link shows them at some rate, which differs from link
+        to link and optic to optic: judged as a count, every healthy 400G link was erroring.
+        A rise is also what shows a corrupting link whose job has stopped sending: with no
+        frames there are no frame errors, but the line still carries idles to correct."""
         t = self.thresholds
-        baseline = self._baseline_of(s)
+        key = (s.device, s.interface, s.metric, s.qualifier)
+        baseline = self._pre_fec.get(key)
         if baseline is None:
+            self._pre_fec[key] = _Baseline(s.rate, 1)
             return []
         where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
         level = baseline.ewma
@@ -558,7 +583,14 @@ class LinkHealth:
             )
             events.append(
                 LinkEvent(
-                    s.ts_ns, s.device, s.interface, K.TRAFFIC_DROP, s.rate, detail, str(s.metric)
+                    s.ts_ns,
+                    s.device,
+                    s.interface,
+                    K.TRAFFIC_DROP,
+                    s.rate,
+                    detail,
+                    str(s.metric),
+                    s.interval_s,
                 )
             )
         if not dropped:
