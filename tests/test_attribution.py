@@ -438,3 +438,54 @@ def test_a_burst_stamped_after_the_stall_counts_from_the_start_of_its_sample(
     if blamed:
         assert v.cause_link is not None
         assert Endpoint("leaf-su01-r0", "swp32") in {v.cause_link.a, v.cause_link.b}
+
+
+def _warn_level_uplink_down(design, uplink_leaf: str, host_drop: bool = True) -> tuple:
+    """A job logged at NCCL_DEBUG=WARN (no channels) stops as a spine uplink of
+    `uplink_leaf` goes down. The uplink is shared with other jobs, so it shows no traffic drop
+    of its own; the host cable of the job's rank does. Then NCCL on host A names host B's
+    rail-0 address in a transport error."""
+    corr = Correlator(_fabric(design))
+    devs = tuple(NetDevice(i, f"mlx5_{i}", 1, "RoCE") for i in range(8))
+    _feed(
+        corr,
+        [
+            NetDevices(T0, JOB, HOST_A, 100, devs, ORIGIN),
+            NetDevices(T0, JOB, HOST_B, 200, devs, ORIGIN),
+            RankInfo(T0, JOB, HOST_A, 100, "c1", 0, 2, 0, None, ORIGIN),
+            RankInfo(T0, JOB, HOST_B, 200, "c1", 1, 2, 0, None, ORIGIN),
+        ],
+    )
+    uplink = sorted(
+        lid for lid in corr.job_links(JOB) if lid.startswith(f"{uplink_leaf}:") and "spine" in lid
+    )[0]
+    leaf_end = corr.fabric.links[uplink].a
+    stall = T0 + 100 * S
+    events = [
+        LinkEvent(stall, leaf_end.device, leaf_end.interface, LinkEventKind.DOWN),
+        NetError(
+            stall + 20 * S, JOB, HOST_A, 100, "ib-completion", "10.0.0.2", "status=12", ORIGIN
+        ),
+        _timeout(stall + 601 * S, ran_for_s=601),
+    ]
+    if host_drop:
+        events.append(
+            LinkEvent(stall + S, "leaf-su01-r0", "swp32", LinkEventKind.TRAFFIC_DROP, 0.0)
+        )
+    _feed(corr, events)
+    (v,) = corr.verdicts()
+    return v, uplink
+
+
+def test_an_uplink_on_the_path_an_nccl_error_names_is_blamed_without_channels(design):
+    v, uplink = _warn_level_uplink_down(design, "leaf-su01-r0")
+    assert v.cause_link is not None and v.cause_link.link_id == uplink, v
+
+
+def test_an_uplink_off_the_named_pairs_rail_that_lost_no_traffic_keeps_the_idle_factor(design):
+    def score(host_drop: bool) -> float:
+        v, uplink = _warn_level_uplink_down(design, "leaf-su01-r1", host_drop)
+        return next(c.score for c in v.candidates if c.link and c.link.link_id == uplink)
+
+    idle = Correlator(_fabric(design)).profile.scoring.idle_member_factor
+    assert score(host_drop=True) == pytest.approx(score(host_drop=False) * idle, abs=1e-3)

@@ -486,20 +486,31 @@ class Correlator:
 
     def _corroborated(self, view: JobView) -> dict[str, int]:
         """Links between a host that reported a transport error and the peer it named, with
-        the time of the first such error."""
+        the time of the first such error.
+
+        The pair's paths come from the job's channels; without them (NCCL_DEBUG at WARN or
+        unset prints none) the reporting host is taken to use the NIC on the peer NIC's rail,
+        as NCCL does on a rail-optimized fabric, so the uplinks between the two leaves are on
+        the named pair's path too and not only the peer's own cable."""
         first: dict[str, int] = {}
         flows = view.flows(self.fabric)
+        fabric = self.fabric
         for err in sorted(view.net_errors, key=lambda e: e.ts_ns):
             if err.peer is None:
                 continue
-            peer_nic = self.fabric.address_of.get(err.peer)
+            peer_nic = fabric.address_of.get(err.peer)
             peer_host = peer_nic.device if peer_nic is not None else err.peer
             links: set[str] = set()
             for a, b in flows:
                 ends = {a.device, b.device}
                 if ends == {err.host, peer_host} and (peer_nic is None or peer_nic in (a, b)):
                     links.update(self.paths.flow_links(a, b))
-            if peer_nic is not None and (lid := self.fabric.link_at.get(peer_nic)) is not None:
+            if not links and peer_nic is not None and peer_host != err.host:
+                rail = fabric.nic_rail.get(peer_nic)
+                local = fabric.rail_nic.get((err.host, rail)) if rail is not None else None
+                if local is not None:
+                    links.update(self.paths.flow_links(Endpoint(err.host, local), peer_nic))
+            if peer_nic is not None and (lid := fabric.link_at.get(peer_nic)) is not None:
                 links.add(lid)
             for lid in links:
                 first.setdefault(lid, err.ts_ns)

@@ -107,7 +107,9 @@ class ScoringRules(BaseModel):
         "job stopped, while other links of the job did, was not carrying the job; its "
         "anomaly stays a candidate scaled by this, so a spine link that went down at the "
         "same moment is not blamed for a hang it cannot have caused. Without any traffic "
-        "drop on the job's links, nothing tells members apart and they keep full weight.",
+        "drop on the job's links, nothing tells members apart and they keep full weight; "
+        "nor does a member on the path between a host and the peer its NCCL error named, "
+        "since on a link shared with other jobs this job's own drop does not show.",
     )
     inferred_paths_factor: float = Field(
         default=0.8,

@@ -175,8 +175,11 @@ def _link_candidate(
     score = combine([*strongest.values(), max(knock_on, default=0.0)])
     if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
-    elif crossing < 1.0 and traffic_seen:
-        score *= rules.idle_member_factor  # a possible member that lost no traffic with the job
+    elif crossing < 1.0 and traffic_seen and lid not in obs.corroborated:
+        # A possible member that lost no traffic with the job. Not when an NCCL error named a
+        # pair whose path it is on: the pair's traffic was failing, and on a link shared with
+        # other jobs the job's own drop does not show.
+        score *= rules.idle_member_factor
     score *= path_factor(crossing)
     evidence = [
         as_evidence.link_event(e, lid)
