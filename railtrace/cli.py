@@ -192,7 +192,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
     from railtrace.replay import CaptureError, marker, open_capture, replay, warnings
 
     try:
-        capture = open_capture(capture_dir)
+        capture = open_capture(capture_dir, settings.site.gpu_nics)
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
     store = _open_owned(settings)
@@ -337,7 +337,7 @@ def _publish(settings: Settings, capture_dir: Path) -> None:
     from railtrace.replay.publish import publish_capture
 
     try:
-        capture = open_capture(capture_dir)
+        capture = open_capture(capture_dir, settings.site.gpu_nics)
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
     with _progress() as bar:
@@ -366,7 +366,7 @@ def _load_topology(settings: Settings, topology: Path | None) -> Fabric:
     if where is None:
         raise _fail("no topology: pass --topology DIR (a folder with cables.csv, hosts.csv)")
     try:
-        return open_capture(where).fabric
+        return open_capture(where, settings.site.gpu_nics).fabric
     except CaptureError as exc:
         raise _fail(str(exc)) from exc
 

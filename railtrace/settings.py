@@ -27,6 +27,7 @@ from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
 from railtrace.collectors.snmp.config import SnmpCollectorConfig
 from railtrace.collectors.ufm.config import UfmCollectorConfig
 from railtrace.streams.attribution.profile import AttributionProfile
+from railtrace.topology.gpunics import GpuNicRule
 
 
 class StoreSettings(BaseModel):
@@ -161,6 +162,11 @@ class SiteSettings(BaseModel):
     # its switches' (UTC) telemetry. An IANA name (Europe/Berlin, America/Chicago); stamps
     # that carry a zone (ISO 8601 with Z or +hh:mm) keep theirs.
     timezone: str = "UTC"
+    # Which NIC each GPU sends through, per host model, for a site that keeps it here rather
+    # than as `nvidia-smi topo -m` files in the topology's gpu-nics/: a job on some GPUs of a
+    # node talks only on those GPUs' rails. The first rule whose `hosts` pattern matches a
+    # host applies; a host's own gpu-nics/ file wins over every rule.
+    gpu_nics: tuple[GpuNicRule, ...] = ()
 
     @field_validator("timezone")
     @classmethod

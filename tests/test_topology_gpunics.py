@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from railtrace.replay import open_capture
+from railtrace.settings import load_settings
 from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.asbuilt import cabled_fabric
-from railtrace.topology.gpunics import TopoError, parse_topo_matrix
+from railtrace.topology.gpunics import GpuNicRule, TopoError, parse_topo_matrix
 from railtrace.topology.lldp import CablingDifference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
@@ -90,14 +91,20 @@ def test_a_map_naming_nics_unlike_the_plan_takes_no_rail_away() -> None:
     assert fabric.job_nics(host, (0, 1)) == fabric.host_nics[host]
 
 
-def test_a_topology_folder_takes_a_default_map_and_per_host_ones(tmp_path: Path) -> None:
+def _topology_folder(root: Path) -> Path:
+    """A topology folder of the 64-node reference fabric, as NetBox exports its cables."""
     plan = rail_optimized(64).plan
     rows = ["side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name"]
     rows += [f"{c.a.device},dcim.interface,{c.a.interface},{c.b.device},dcim.interface,"
              f"{c.b.interface}" for c in plan.cables]  # fmt: skip
-    (tmp_path / "cables.csv").write_text("\n".join(rows) + "\n")
-    maps = tmp_path / "gpu-nics"
-    maps.mkdir()
+    (root / "cables.csv").write_text("\n".join(rows) + "\n")
+    (root / "gpu-nics").mkdir()
+    return root
+
+
+def test_a_topology_folder_takes_a_default_map_and_per_host_ones(tmp_path: Path) -> None:
+    plan = rail_optimized(64).plan
+    maps = _topology_folder(tmp_path) / "gpu-nics"
     host = build_fabric(plan).hosts()[0]
     (maps / "default.txt").write_text(H100_8NIC.read_text())
     (maps / f"{host}.txt").write_text(H100_12NIC.read_text())
@@ -141,3 +148,70 @@ def test_the_fabric_as_cabled_keeps_the_gpu_to_nic_maps() -> None:
     assert cabled.gpu_nics == planned.gpu_nics
     other = planned.hosts()[1]
     assert cabled.job_nics(other, (0, 1)) == ("mlx5_0", "mlx5_1")
+
+
+# A DGX-style model: eight compute NICs named out of order beside storage ones (GPU i's NIC is
+# not mlx5_i), written once in the settings rather than collected from every host.
+DGX_ORDER = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_1", "mlx5_2", "mlx5_7"]
+
+
+def test_a_settings_file_gives_a_host_models_gpu_to_nic_map(tmp_path: Path) -> None:
+    config = tmp_path / "railtrace.toml"
+    config.write_text(
+        f'[[site.gpu_nics]]\nhosts = "hgx-su01-*"\nnics = {DGX_ORDER!r}\n'.replace("'", '"')
+        + "[[site.gpu_nics]]\n"
+        'hosts = "*"\n'
+        'nics = [["mlx5_0", "mlx5_1"], [], "mlx5_2", "mlx5_3"]\n'
+    )
+    rules = load_settings(config).site.gpu_nics
+    assert rules[0].nics[1] == ("mlx5_3",) and rules[1].nics[:2] == (("mlx5_0", "mlx5_1"), ())
+    (tmp_path / "topo").mkdir()
+    fabric = open_capture(_topology_folder(tmp_path / "topo"), rules).fabric
+    # GPUs 1 and 5 of a first-unit host send through mlx5_3 and mlx5_1, by the first rule.
+    assert fabric.job_nics("hgx-su01-01", (1, 5)) == ("mlx5_1", "mlx5_3")
+    # Another unit's host takes the catch-all rule: GPU 0's two NICs.
+    assert fabric.job_nics("hgx-su02-01", (0,)) == ("mlx5_0", "mlx5_1")
+
+
+def test_a_hosts_own_matrix_wins_over_a_rule_and_a_rule_over_the_default(tmp_path: Path) -> None:
+    root = _topology_folder(tmp_path)
+    (root / "gpu-nics" / "default.txt").write_text(H100_8NIC.read_text())
+    (root / "gpu-nics" / "hgx-su01-02.txt").write_text(H100_12NIC.read_text())
+    rules = (GpuNicRule(hosts="hgx-su01-*", nics=DGX_ORDER),)
+    fabric = open_capture(root, rules).fabric
+    assert fabric.job_nics("hgx-su01-01", (1,)) == ("mlx5_3",)  # the rule
+    assert fabric.job_nics("hgx-su01-02", (0,)) == ("mlx5_0", "mlx5_1", "mlx5_2")  # its file
+    assert fabric.job_nics("hgx-su02-01", (1,)) == ("mlx5_1",)  # default.txt
+
+
+def test_a_rule_that_places_nothing_is_reported_and_takes_no_rail_away(tmp_path: Path) -> None:
+    rules = (
+        GpuNicRule(hosts="dgx-*", nics=DGX_ORDER),
+        GpuNicRule(hosts="hgx-*", nics=[f"ibp{g}s0" for g in range(8)]),
+    )
+    cap = open_capture(_topology_folder(tmp_path), rules)
+    said = " | ".join(cap.plan_errors)
+    assert "site.gpu_nics[0] (hosts 'dgx-*'): matches no cabled host" in said
+    assert "site.gpu_nics[1] (hosts 'hgx-*'): names no NIC that cables.csv cables on 64" in said
+    host = cap.fabric.hosts()[0]
+    assert cap.fabric.job_nics(host, (0, 1)) == cap.fabric.host_nics[host]
+
+
+@pytest.mark.parametrize("bad", [["mlx5_0,mlx5_1"], [" mlx5_0"], [""], []])
+def test_a_rule_whose_nics_are_not_nic_names_is_refused(bad: list[str]) -> None:
+    with pytest.raises(ValueError, match="nics"):
+        GpuNicRule(hosts="*", nics=bad)
+
+
+def test_the_workers_topology_takes_the_map_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker and the API load their fabric through one function of the CLI; a rule
+    given as RAILTRACE_SITE__GPU_NICS (JSON, as for any list setting) reaches it."""
+    from railtrace.cli import _load_topology
+
+    rule = '[{"hosts": "hgx-su01-01", "nics": ' + str(DGX_ORDER).replace("'", '"') + "}]"
+    monkeypatch.setenv("RAILTRACE_SITE__GPU_NICS", rule)
+    fabric = _load_topology(load_settings(), _topology_folder(tmp_path))
+    assert fabric.job_nics("hgx-su01-01", (5,)) == ("mlx5_1",)
+    assert fabric.job_nics("hgx-su01-02", (5,)) == fabric.host_nics["hgx-su01-02"]

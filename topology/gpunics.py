@@ -10,12 +10,21 @@ of them and says nothing.
 
 Matrices copied from tickets have lost whitespace (`NIC7NIC8`, `SYSSYS`), so cells are read as
 tokens, not columns. Pure: text in, mapping out, with a reason for anything refused.
+
+A site that cannot collect the matrix from every host model writes the same map into its
+settings once per model (`GpuNicRule`, `site.gpu_nics`): the vendor's system guide gives it
+(a DGX B200's compute NICs are mlx5_0,3,4,5,6,9,10,11 beside two storage NICs, which no sorted
+list of names would find).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Closer first. NV# (NVLink) and X (self) relate GPUs to GPUs, never a NIC.
 CLOSENESS = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -45,6 +54,50 @@ class GpuNics:
                 return None
             out.update(nics)
         return frozenset(out)
+
+
+class GpuNicRule(BaseModel):
+    """One host model's GPU-to-NIC map as the settings give it: the hosts it holds for, by a
+    shell pattern over the names cables.csv gives them, and GPU i's NIC(s) at `nics[i]`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hosts: str = Field(min_length=1, max_length=256, description="e.g. `gb-n*` or `*`")
+    nics: tuple[tuple[str, ...], ...] = Field(
+        min_length=1,
+        max_length=64,
+        description="GPU 0's NIC first; a GPU with two NICs (2x400G planes on two PFs) lists "
+        "both, a GPU near none (across NUMA only) an empty list",
+    )
+
+    @field_validator("nics", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: object) -> object:
+        """`"mlx5_0"` is GPU i's one NIC, as a list of names is several: the short form is the
+        common one and a list of one-element lists would be noise in a config file."""
+        if isinstance(value, list | tuple):
+            return tuple((v,) if isinstance(v, str) else v for v in value)
+        return value
+
+    @field_validator("nics")
+    @classmethod
+    def _names(cls, value: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        for gpu, nics in enumerate(value):
+            for name in nics:
+                if not name or name != name.strip() or "," in name:
+                    raise ValueError(f"GPU {gpu}: {name!r} is not a NIC name (e.g. mlx5_0)")
+        return value
+
+    def matches(self, host: str) -> bool:
+        return fnmatch.fnmatchcase(host, self.hosts)
+
+    def as_map(self) -> GpuNics:
+        return GpuNics(dict(enumerate(self.nics)))
+
+
+def rule_for(host: str, rules: Iterable[GpuNicRule]) -> GpuNicRule | None:
+    """The first rule whose pattern takes `host`: specific models first, `*` last."""
+    return next((r for r in rules if r.matches(host)), None)
 
 
 def parse_topo_matrix(text: str) -> GpuNics:

@@ -10,13 +10,14 @@ error, since nothing can be placed without it; everything else is optional.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from railtrace.streams.records import Endpoint, valid_job_id
 from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
-from railtrace.topology.gpunics import TopoError, parse_topo_matrix
+from railtrace.topology.gpunics import GpuNicRule, TopoError, parse_topo_matrix, rule_for
 
 GNMI_SUFFIXES = (".json", ".jsonl")
 
@@ -49,8 +50,10 @@ class Capture:
         return path.relative_to(self.root).as_posix()
 
 
-def open_capture(root: Path) -> Capture:
-    """Load the plan and list the inputs; raises CaptureError when there is nothing to replay."""
+def open_capture(root: Path, gpu_nic_rules: Sequence[GpuNicRule] = ()) -> Capture:
+    """Load the plan and list the inputs; raises CaptureError when there is nothing to replay.
+    `gpu_nic_rules` (the settings' `site.gpu_nics`) map GPUs to NICs for the hosts that
+    `gpu-nics/` has no file of their own for."""
     if not root.is_dir():
         raise CaptureError(f"{root} is not a directory; expected a capture with cables.csv")
     cables = root / "cables.csv"
@@ -69,6 +72,7 @@ def open_capture(root: Path) -> Capture:
         errors.extend(host_errors)
     fabric = build_fabric(plan, addresses)
     errors.extend(_read_gpu_nics(root / "gpu-nics", fabric))
+    errors.extend(_apply_gpu_nic_rules(gpu_nic_rules, fabric))
     gnmi_dir = root / "gnmi"
     gnmi = sorted(p for p in gnmi_dir.glob("*") if p.suffix in GNMI_SUFFIXES and p.is_file())
     logs: dict[str, list[Path]] = {}
@@ -122,5 +126,37 @@ def _read_gpu_nics(folder: Path, fabric: Fabric) -> list[str]:
         if host == "default":
             fabric.default_gpu_nics = found
         else:
+            fabric.gpu_nics[host] = found
+    return errors
+
+
+def _apply_gpu_nic_rules(rules: Sequence[GpuNicRule], fabric: Fabric) -> list[str]:
+    """Each cabled host without a matrix of its own takes the map of the first rule its name
+    matches, ahead of `gpu-nics/default.txt`: a rule is written for a host model, the default
+    file for whatever is left. Returns what was ignored, and why, one line per rule."""
+    if not rules:
+        return []
+    hits: dict[int, list[str]] = {}
+    for host in sorted(fabric.host_nics):
+        rule = rule_for(host, rules)
+        if rule is not None and host not in fabric.gpu_nics:
+            hits.setdefault(id(rule), []).append(host)
+    errors: list[str] = []
+    for i, rule in enumerate(rules):
+        hosts = hits.get(id(rule), [])
+        where = f"site.gpu_nics[{i}] (hosts {rule.hosts!r})"
+        if not hosts:
+            errors.append(f"{where}: matches no cabled host without a gpu-nics/ file; unused")
+            continue
+        found = rule.as_map()
+        named = {n for nics in rule.nics for n in nics}
+        blind = [h for h in hosts if not named & set(fabric.host_nics[h])]
+        if blind:
+            errors.append(
+                f"{where}: names no NIC that cables.csv cables on {len(blind)} of its "
+                f"{len(hosts)} hosts (e.g. {blind[0]}: {', '.join(fabric.host_nics[blind[0]][:4])}"
+                "); every rail of those hosts is taken as used"
+            )
+        for host in hosts:
             fabric.gpu_nics[host] = found
     return errors
