@@ -149,11 +149,72 @@ def test_consecutive_slow_reports_start_a_slowdown_dated_at_the_first_of_them(ra
     assert pace.slow_since() == T0 + t * S
 
 
-def test_reports_just_under_the_slow_ratio_are_not_a_slowdown():
+def _spread_pace(baseline: list[float]) -> tuple[Pace, int]:
+    """A pace past its warm-up whose baseline reports are `baseline`; also the next time."""
+    assert len(baseline) == BASELINE_REPORTS
+    pace = Pace()
+    for i, ms in enumerate([5000.0] * WARMUP_REPORTS + baseline):
+        pace.add(_report(i * EVERY_S, ms, step=i))
+    assert pace.baseline == baseline
+    return pace, len(pace.recent) * EVERY_S
+
+
+def _slowed(pace: Pace, t: int, ms: float, reports: int = SLOW_REPORTS) -> bool:
+    for k in range(reports):
+        pace.add(_report(t + k * EVERY_S, ms))
+    return pace.slow_since() is not None
+
+
+@pytest.mark.parametrize(("ms", "slowed"), [(107.0, True), (104.0, False)])
+def test_a_steady_job_is_slow_from_the_least_slowdown_judged(ms: float, slowed: bool):
+    """A trainer whose reports barely vary (Megatron averages a report over its interval):
+    a link taking 7% off its pace is a slowdown, 4% (under min_slow_ratio) is not."""
     pace, t = _warm_pace(100.0)
-    for k in range(SLOW_REPORTS + 2):
-        assert pace.add(_report(t + k * EVERY_S, 100.0 * SLOW_RATIO - 0.5)) is False
+    assert pace.slow_bar == RULES.min_slow_ratio
+    assert _slowed(pace, t, ms) is slowed
+
+
+@pytest.mark.parametrize(("ms", "slowed"), [(112.0, False), (119.0, True)])
+def test_a_noisy_job_is_slow_only_beyond_its_own_spread(ms: float, slowed: bool):
+    # A median absolute deviation of 3%: the bar is 1 + 4 x 1.4826 x 0.03, about 1.18.
+    pace, t = _spread_pace([97.0, 103.0, 100.0, 96.0, 104.0, 100.0, 97.0, 103.0])
+    assert pace.slow_bar == pytest.approx(1.0 + RULES.noise_multiple * 1.4826 * 0.03)
+    assert _slowed(pace, t, ms) is slowed
+
+
+def test_however_noisy_a_job_the_slow_ratio_is_always_slow():
+    pace, t = _spread_pace([100.0, 85.0, 115.0, 100.0, 82.0, 118.0, 84.0, 116.0])
+    assert pace.slow_bar == RULES.slow_ratio
+    assert not _slowed(pace, t, 100.0 * RULES.slow_ratio - 0.5)
+    assert _slowed(pace, t + SLOW_REPORTS * EVERY_S, 100.0 * RULES.slow_ratio)
+
+
+def test_while_the_baseline_fills_only_the_slow_ratio_is_slow():
+    """Three reports say little of how much a job varies: a sparse reporter is held to the
+    slow ratio until its baseline is full."""
+    pace = Pace()
+    for i, ms in enumerate([5000.0] * WARMUP_REPORTS + [100.0] * MIN_BASELINE):
+        pace.add(_report(i * EVERY_S, ms, step=i))
+    assert pace.normal == 100.0 and pace.slow_bar == RULES.slow_ratio
+    t = len(pace.recent) * EVERY_S
+    assert not _slowed(pace, t, 115.0)
+
+
+def test_a_slowdown_just_past_the_bar_does_not_end_with_its_jitter():
+    pace, t = _warm_pace(100.0)
+    assert _slowed(pace, t, 107.0)
+    t += SLOW_REPORTS * EVERY_S
+    # Under the bar (1.05) but more than half way to it: still the slowed pace.
+    assert pace.add(_report(t, 103.0)) is False
+    assert pace.slow_since() is not None
+    # Back within half the bar: the slowdown is over.
+    assert pace.add(_report(t + EVERY_S, 102.0)) is True
     assert pace.slow_since() is None
+
+
+def test_a_least_slowdown_above_the_slow_ratio_is_refused():
+    with pytest.raises(ValueError, match=r"min_slow_ratio 1\.3 is above slow_ratio 1\.2"):
+        PaceRules(min_slow_ratio=1.3)
 
 
 def test_one_or_two_slow_reports_are_a_hiccup_not_a_slowdown():

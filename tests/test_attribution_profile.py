@@ -167,13 +167,15 @@ def _report(t_s: int, step_ms: float, step: int) -> Progress:
 
 
 def test_the_slow_ratio_setting_decides_whether_a_job_slowed() -> None:
-    """A job 1.3x slower than its normal pace: slow by the default 1.2, not by a profile that
-    asks for 1.5, in a view restored from a snapshot too (a snapshot keeps no rules)."""
+    """A job 1.3x slower than its normal pace: slow by the defaults, not by a profile that
+    asks for 1.5 at least, in a view restored from a snapshot too (a snapshot keeps no
+    rules)."""
     rules = PaceRules()
     normal = rules.warmup_reports + rules.baseline_reports
     reports = [_report(10 * k, 100.0, k) for k in range(normal)]
     reports += [_report(10 * k, 130.0, k) for k in range(normal, normal + rules.slow_reports)]
-    for pace_rules, slowed in ((rules, True), (PaceRules(slow_ratio=1.5), False)):
+    strict = PaceRules(slow_ratio=1.5, min_slow_ratio=1.5)
+    for pace_rules, slowed in ((rules, True), (strict, False)):
         pace = Pace(rules=pace_rules)
         for r in reports:
             pace.add(r)

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from railtrace.streams.records import Progress
 
@@ -51,7 +51,23 @@ class PaceRules(BaseModel):
     slow_ratio: float = Field(
         default=1.2,
         gt=1.0,
-        description="A report at least this much slower than normal is a slow one.",
+        description="A report at least this much slower than normal is a slow one, however "
+        "much the job's own reports vary...",
+    )
+    min_slow_ratio: float = Field(
+        default=1.05,
+        gt=1.0,
+        description="...and once the baseline is full, one this much slower already is when "
+        "the job's reports vary little: a gray link slows a job by 5-20% (its share of "
+        "communication time), which a fixed 1.2 never saw on a steady trainer...",
+    )
+    noise_multiple: float = Field(
+        default=4.0,
+        gt=0,
+        description="...the bar between the two being normal plus this many times the spread "
+        "of the job's baseline reports (1.4826 x their median absolute deviation, robust to "
+        "an evaluation pass among them), so a noisy job needs a larger slowdown than a "
+        "steady one.",
     )
     slow_reports: int = Field(
         default=3,
@@ -76,6 +92,15 @@ class PaceRules(BaseModel):
         description="...and at least this long, so a job reporting every second is not "
         "overdue after three.",
     )
+
+    @model_validator(mode="after")
+    def _bars_in_order(self) -> PaceRules:
+        if self.min_slow_ratio > self.slow_ratio:
+            raise ValueError(
+                f"min_slow_ratio {self.min_slow_ratio} is above slow_ratio {self.slow_ratio}: "
+                "the least slowdown ever judged slow cannot exceed the one always judged slow"
+            )
+        return self
 
 
 DEFAULT_RULES = PaceRules()
@@ -156,11 +181,14 @@ class Pace:
             self.baseline.append(value)
             return False
         ratio = value / normal if normal else 0.0
-        if ratio < rules.slow_ratio and len(self.baseline) < rules.baseline_reports:
+        bar = self.slow_bar
+        if ratio < bar and len(self.baseline) < rules.baseline_reports:
             self.baseline.append(value)
         self.last_ratio = ratio
         was_slow = self.slow_since_ns is not None
-        if ratio >= rules.slow_ratio:
+        # A slowdown ends at a report back within half the bar: a job slowed just past it
+        # would otherwise end and start again with its reports' own jitter.
+        if ratio >= bar or (was_slow and ratio >= 1.0 + (bar - 1.0) / 2):
             if self.run_start_ns is None:
                 self.run_start_ns = p.ts_ns
                 self.run_len = 0
@@ -187,6 +215,19 @@ class Pace:
         if len(self.baseline) < min(self.rules.min_baseline_reports, self.rules.baseline_reports):
             return None
         return statistics.median(self.baseline)
+
+    @property
+    def slow_bar(self) -> float:
+        """The ratio to normal at which a report is slow: `slow_ratio` while the baseline
+        fills (a few reports say little of how much the job varies), then the job's own
+        spread above normal, kept within [min_slow_ratio, slow_ratio]."""
+        rules = self.rules
+        normal = self.normal
+        if not normal or len(self.baseline) < rules.baseline_reports:
+            return rules.slow_ratio
+        mad = statistics.median(abs(v - normal) for v in self.baseline)
+        bar = 1.0 + rules.noise_multiple * 1.4826 * mad / normal
+        return min(rules.slow_ratio, max(rules.min_slow_ratio, bar))
 
     def slow_since(self, upto_ns: int | None = None) -> int | None:
         """Start of the current slowdown, if it was confirmed by `upto_ns` (None: by now)."""
