@@ -377,7 +377,7 @@ class PlacedHost:
     gpus: tuple[int, ...] = ()
     #: How many GPUs the job holds there, when the scheduler says (a pod's `nvidia.com/gpu`).
     gpu_count: int | None = None
-    #: The host's place in the job (torchrun's GROUP_RANK, a pod's replica index), if known.
+    #: The host's place in the job (torchrun's node rank, a pod's completion index), if known.
     node_rank: int | None = None
 
 

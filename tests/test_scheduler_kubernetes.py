@@ -1,15 +1,20 @@
-"""Kubernetes pods as kubectl prints them (tests/fixtures/scheduler/, each file's source in its
-README): each pod's node, GPUs and index, alike from JSON and YAML."""
+"""Kubernetes pods as the training operators make them (tests/fixtures/scheduler/, each file's
+source in its README): each pod's node, GPUs and node rank from what the operator wrote into
+it, alike from JSON and YAML, and a dead letter for a pod that cannot be read, the job's other
+pods kept. Pods built here carry the labels and env the operators' own code writes (named per
+case); their hosts and sizes are made up."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 import yaml
 
+from railtrace.streams.records import JobPlacement
 from railtrace.streams.scheduler import read_placements
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
@@ -23,6 +28,10 @@ DCE_PYTORCH_YAML = "kubectl-pod-pytorchjob-worker-hami-vgpu-succeeded-dce-consol
 
 def at(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()) * 10**9
+
+
+def placed(got: list[JobPlacement]) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
+    return [(p.job_id, p.host, [(h.name, h.node_rank) for h in p.hosts]) for p in got]
 
 
 def test_kubectl_json_of_a_gpu_indexed_job_places_each_pod_with_its_gpus_and_index() -> None:
@@ -40,6 +49,15 @@ def test_kubectl_json_of_a_gpu_indexed_job_places_each_pod_with_its_gpus_and_ind
     assert dead.line_no == 3 and dead.reason.startswith("pod install-mlx-driver-254sl: no label")
 
 
+def test_the_completion_index_is_read_from_the_annotation_older_clusters_print_alone() -> None:
+    # Kubernetes before 1.28 gives an Indexed Job's pod its index as an annotation only.
+    doc = orjson.loads((FIXTURES / AKS_GPU_JSON).read_bytes())
+    for pod in doc["items"][:2]:
+        del pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+    got = read_placements("pods.json", orjson.dumps(doc))
+    assert [p.hosts[0].node_rank for p in got.placements] == [0, 1]
+
+
 @pytest.mark.parametrize("name", [AKS_GPU_JSON, DCE_PYTORCH_YAML])
 def test_the_same_pods_in_json_and_in_yaml_give_the_same_placements(name: str) -> None:
     data = (FIXTURES / name).read_bytes()
@@ -48,3 +66,140 @@ def test_the_same_pods_in_json_and_in_yaml_give_the_same_placements(name: str) -
     as_yaml = read_placements("pods", yaml.safe_dump(doc).encode())
     assert as_json.placements and as_json.placements == as_yaml.placements
     assert as_json.dead_letters == as_yaml.dead_letters
+
+
+def _pod(
+    name: str,
+    labels: dict[str, str],
+    node: str,
+    env: list[tuple[str, str | None]] | None = None,
+    limits: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A running pod; an env entry of value None is written without a value, as the
+    operators write a blanked variable (Go's omitempty)."""
+    container: dict[str, Any] = {
+        "name": "main",
+        "env": [{"name": k} if v is None else {"name": k, "value": v} for k, v in env or []],
+    }
+    if limits is not None:
+        container["resources"] = {"limits": limits}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [container], "nodeName": node},
+        "status": {"phase": "Running", "startTime": "2026-01-08T14:46:45Z"},
+    }
+
+
+def _read(*pods: dict[str, Any]) -> Any:
+    return read_placements("pods.json", orjson.dumps({"kind": "List", "items": list(pods)}))
+
+
+GPUS = {"nvidia.com/gpu": "8"}
+
+
+def _pytorch(env: list[tuple[str, str | None]], **labels: str) -> dict[str, Any]:
+    job = {"training.kubeflow.org/job-name": "llm", **labels}
+    return _pod("llm-worker-1", job, "gpu-node-3", env, GPUS)
+
+
+@pytest.mark.parametrize(
+    ("pod", "rank"),
+    [
+        # training-operator before v1.7: WORLD_SIZE counts pods, RANK is the pod's index.
+        (_pytorch([("MASTER_ADDR", "llm-master-0"), ("WORLD_SIZE", "3"), ("RANK", "2")]), 2),
+        # From v1.7 WORLD_SIZE is pods x nprocPerNode; PET_NODE_RANK says the node rank.
+        (
+            _pytorch(
+                [("WORLD_SIZE", "16"), ("RANK", "1"), ("PET_NODE_RANK", "1"), ("PET_NNODES", "2")]
+            ),
+            1,
+        ),
+        # A process's rank, not a node's: WORLD_SIZE counts processes.
+        (_pytorch([("WORLD_SIZE", "16"), ("RANK", "9"), ("PET_NNODES", "2")]), None),
+        # LOCAL_RANK beside RANK: one process of several on the node.
+        (_pytorch([("WORLD_SIZE", "8"), ("RANK", "3"), ("LOCAL_RANK", "3")]), None),
+        # RANK alone says nothing of what it counts.
+        (_pytorch([("RANK", "2")]), None),
+        # The user's RANK is replaced by the operator's, appended after it.
+        (_pytorch([("RANK", "0"), ("WORLD_SIZE", "3"), ("RANK", "2")]), 2),
+        # An elastic job's PET_NNODES is `min:max`.
+        (_pytorch([("PET_NNODES", "1:4"), ("PET_NODE_RANK", "3")]), 3),
+        # A `$(VAR)` reference is filled in by the kubelet: unknown here, the index tells.
+        (
+            _pytorch(
+                [("RANK", "$(JOB_COMPLETION_INDEX)"), ("WORLD_SIZE", "4")],
+                **{"batch.kubernetes.io/job-completion-index": "2"},
+            ),
+            2,
+        ),
+        # A JobSet's second Job counts its completion index from 0 again.
+        (
+            _pytorch(
+                [],
+                **{
+                    "jobset.sigs.k8s.io/job-index": "1",
+                    "batch.kubernetes.io/job-completion-index": "0",
+                },
+            ),
+            None,
+        ),
+    ],
+    ids=[
+        "rank-of-pods",
+        "pet-node-rank",
+        "rank-of-processes",
+        "local-rank",
+        "rank-alone",
+        "last-entry-wins",
+        "elastic-range",
+        "reference",
+        "jobset-second-job",
+    ],
+)
+def test_rank_is_a_node_rank_only_where_world_size_counts_pods(
+    pod: dict[str, Any], rank: int | None
+) -> None:
+    (got,) = _read(pod).placements
+    assert got.hosts[0].node_rank == rank
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ([("RANK", "one"), ("WORLD_SIZE", "2")], "RANK 'one' is not a count"),
+        ([("RANK", "2"), ("WORLD_SIZE", "2")], "RANK 2 is not below WORLD_SIZE 2"),
+        (
+            [("PET_NODE_RANK", "4"), ("PET_NNODES", "4")],
+            "PET_NODE_RANK 4 is not below PET_NNODES 4",
+        ),
+        ([("PET_NNODES", "two")], "PET_NNODES 'two' is not a count"),
+        ([("WORLD_SIZE", "")], "WORLD_SIZE '' is not a count"),
+    ],
+)
+def test_a_pod_with_garbled_env_is_a_dead_letter_and_its_jobs_other_pods_are_kept(
+    env: list[tuple[str, str | None]], reason: str
+) -> None:
+    good = _pod("llm-worker-0", {"training.kubeflow.org/job-name": "llm"}, "gpu-node-2")
+    got = _read(_pytorch(env), good)
+    assert placed(got.placements) == [("llm", "gpu-node-2", [("gpu-node-2", None)])]
+    (dead,) = got.dead_letters
+    assert (dead.line_no, dead.reason) == (1, f"pod llm-worker-1: {reason}")
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ([{"value": "1"}], "an env entry has no name"),
+        ([{"name": "RANK", "value": 1}], "env RANK is not a string"),
+        ("RANK=1", "a container's env is not a list"),
+    ],
+)
+def test_an_env_no_api_server_accepts_is_a_dead_letter(env: object, reason: str) -> None:
+    pod = _pytorch([])
+    pod["spec"]["containers"][0]["env"] = env
+    got = _read(pod, _pytorch([]))
+    assert len(got.placements) == 1
+    (dead,) = got.dead_letters
+    assert dead.reason == f"pod llm-worker-1: {reason}"
