@@ -1,7 +1,7 @@
 """Kubernetes pods as the training operators make them (tests/fixtures/scheduler/, each file's
-source in its README): each pod's node, GPUs and node rank from what the operator wrote into
-it, alike from JSON and YAML, and a dead letter for a pod that cannot be read, the job's other
-pods kept. Pods built here carry the labels and env the operators' own code writes (named per
+source in its README): which pods hold the job's hosts, each pod's node rank from what the
+operator wrote into it, and a dead letter for a pod that cannot be read, the job's other pods
+kept. Pods built here carry the labels and env the operators' own code writes (named per
 case); their hosts and sizes are made up."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from railtrace.streams.records import JobPlacement
-from railtrace.streams.scheduler import read_placements
+from railtrace.streams.scheduler import hosts_not_cabled, read_placements
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
 #: `kubectl get pods -o json` of a 32-node, 8-GPU-per-node Indexed Job on AKS (the Flux
@@ -24,6 +24,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "scheduler"
 AKS_GPU_JSON = "kubectl-pods-json-indexed-job-gpu-aks-performance-study.json"
 #: The console YAML of a Kubeflow PyTorchJob worker, from DaoCloud's AI Lab docs.
 DCE_PYTORCH_YAML = "kubectl-pod-pytorchjob-worker-hami-vgpu-succeeded-dce-console.yaml"
+#: The MPIJob pods of https://github.com/kubernetes-sigs/kueue/issues/8471 (mpi-operator
+#: v0.7.0, runLauncherAsWorker), cut by the poster to their metadata.
+KUEUE_MPIJOB_YAML = "kubectl-pod-mpijob-launcher-worker-metadata-only-kueue-8471.yaml"
 
 
 def at(text: str) -> int:
@@ -96,7 +99,95 @@ def _read(*pods: dict[str, Any]) -> Any:
     return read_placements("pods.json", orjson.dumps({"kind": "List", "items": list(pods)}))
 
 
+def _kueue_pods() -> tuple[dict[str, str], dict[str, str]]:
+    docs = list(yaml.safe_load_all((FIXTURES / KUEUE_MPIJOB_YAML).read_bytes()))
+    return docs[0]["metadata"]["labels"], docs[1]["metadata"]["labels"]
+
+
 GPUS = {"nvidia.com/gpu": "8"}
+#: mpi-operator's launcher that is no worker: NVIDIA_VISIBLE_DEVICES blanked (v2beta1).
+BLANKED = [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
+
+
+def test_an_mpi_launcher_that_is_no_worker_holds_none_of_the_jobs_hosts() -> None:
+    launcher_labels, worker_labels = _kueue_pods()
+    del launcher_labels["training.kubeflow.org/replica-index"]  # no runLauncherAsWorker
+    got = _read(
+        _pod("pi-launcher-tntsp", launcher_labels, "cpu-node-7", BLANKED),
+        _pod("pi-worker-0", worker_labels, "gpu-node-1", limits=GPUS),
+    )
+    assert placed(got.placements) == [
+        ("pi", "", []),
+        ("pi", "gpu-node-1", [("gpu-node-1", None)]),
+    ]
+    # The launcher's CPU node is not reported as a host cables.csv lacks.
+    assert [hosts_not_cabled(p, {"gpu-node-1"}) for p in got.placements] == [None, None]
+
+
+def test_an_mpi_launcher_run_as_a_worker_is_one_of_the_jobs_hosts() -> None:
+    # As kueue#8471's job ran it: mpi-operator v0.7 gives such a launcher replica index 0.
+    launcher_labels, _ = _kueue_pods()
+    got = _read(_pod("pi-launcher-tntsp", launcher_labels, "node-0"))
+    assert placed(got.placements) == [("pi", "node-0", [("node-0", None)])]
+
+
+@pytest.mark.parametrize(
+    ("labels", "env", "limits", "hosts"),
+    [
+        # mpi-operator v2beta1: job-role, GPUs asked for but hidden from a non-worker launcher.
+        (
+            {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
+            BLANKED,
+            GPUS,
+            [],
+        ),
+        # training-operator MPIJob v1: replica-type, and job-role master on the launcher.
+        (
+            {
+                "training.kubeflow.org/job-name": "pi",
+                "training.kubeflow.org/job-role": "master",
+                "training.kubeflow.org/replica-type": "launcher",
+            },
+            BLANKED,
+            None,
+            [],
+        ),
+        # The same launcher asking for GPUs is in the hostfile (isGPULauncher).
+        (
+            {
+                "training.kubeflow.org/job-name": "pi",
+                "training.kubeflow.org/replica-type": "launcher",
+            },
+            [],
+            GPUS,
+            ["launcher-node"],
+        ),
+        # mpi-operator's MPIJob v1 API: the launcher is a batch Job of its own, `pi-launcher`.
+        (
+            {"mpi-job-name": "pi", "mpi-job-role": "launcher", "job-name": "pi-launcher"},
+            [],
+            None,
+            [],
+        ),
+        # mpi-operator's v1alpha2.
+        (
+            {"mpi_job_name": "pi", "mpi_role_type": "launcher", "job-name": "pi-launcher"},
+            [],
+            None,
+            [],
+        ),
+    ],
+    ids=["v2beta1-gpus-blanked", "training-operator-v1", "gpu-launcher", "mpi-v1", "mpi-v1alpha2"],
+)
+def test_every_mpi_operator_generation_names_the_job_and_its_launcher(
+    labels: dict[str, str],
+    env: list[tuple[str, str | None]],
+    limits: dict[str, str] | None,
+    hosts: list[str],
+) -> None:
+    (launcher,) = _read(_pod("pi-launcher", labels, "launcher-node", env, limits)).placements
+    assert launcher.job_id == "pi"
+    assert [h.name for h in launcher.hosts] == hosts
 
 
 def _pytorch(env: list[tuple[str, str | None]], **labels: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ JobSet make them.
 Each pod is one host's share of a job: `spec.nodeName` is the host, the job is named by the
 operator's label, the GPU count is the container's `nvidia.com/gpu` limit (or request), and
 the pod's node rank comes from what the operator wrote into it (`operators`). A pod is one
-fact; the job's placement is the union of its pods' facts.
+fact; the job's placement is the union of its pods' facts. An MPI launcher that runs no ranks
+is a pod of the job on none of its hosts: its placement names no host, so the CPU node it
+usually runs on is neither taken for one of the job's GPU hosts nor reported as uncabled.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ..records import JobPlacement, LogOrigin, PlacedHost, in_time_range, valid_job_id
 from .common import PlacementRead, RecordError
-from .operators import JOB_LABELS, job_id, node_rank
+from .operators import JOB_LABELS, job_id, node_rank, runs_no_ranks
 
 _ENDED = frozenset({"Succeeded", "Failed"})
 #: A Kubernetes node name: a DNS subdomain (lowercase letters, digits, '-', '.').
@@ -83,11 +85,12 @@ def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
     start = _time(name, status.get("startTime"))
     gpus = _gpus(name, spec)
     rank = node_rank(name, env, labels, _dict(meta.get("annotations")))
+    on_host = not runs_no_ranks(labels, env, _asks_gpus(spec))
     return JobPlacement(
         ts_ns=start or 0,
         job_id=job,
-        host=node,
-        hosts=(PlacedHost(node, (), gpus, rank),),
+        host=node if on_host else "",
+        hosts=(PlacedHost(node, (), gpus, rank),) if on_host else (),
         scheduler="kubernetes",
         state=phase,
         start_ns=start,
@@ -150,6 +153,18 @@ def _gpus(name: str, spec: dict[str, Any]) -> int | None:
                 total = (total or 0) + count
                 break
     return total
+
+
+def _asks_gpus(spec: dict[str, Any]) -> bool:
+    """Whether a container asks for any GPU resource (`nvidia.com/gpu`, HAMi's
+    `nvidia.com/vgpu`, `amd.com/gpu`), as the training-operator tells a GPU launcher."""
+    for container in _containers(spec):
+        resources = _dict(container.get("resources"))
+        for kind in ("limits", "requests"):
+            amounts = _dict(resources.get(kind))
+            if any("gpu" in str(k) and str(v) != "0" for k, v in amounts.items()):
+                return True
+    return False
 
 
 def _ended(name: str, status: dict[str, Any]) -> int | None:

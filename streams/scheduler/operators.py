@@ -1,5 +1,6 @@
 """What the training operators write into the pods they make (labels, container env), and
-what it tells of a pod's place in its job: which job, and its node rank.
+what it tells of a pod's place in its job: which job, whether its host is one of the job's
+hosts, and its node rank.
 
 Read from the operators' own code, not guessed:
 
@@ -10,6 +11,10 @@ Read from the operators' own code, not guessed:
   repeats RANK. Without a
   Master (elastic) none of the three is set: torchrun's rendezvous ranks the nodes, so a
   pod's replica index is not its node rank.
+- mpi-operator (v2beta1) labels its launcher `training.kubeflow.org/job-role: launcher`; its
+  v1 API labelled it `mpi-job-role`, v1alpha1/v1alpha2 `mpi_role_type`, and the
+  training-operator's MPIJob v1 `training.kubeflow.org/replica-type`. The launcher only runs
+  mpirun, usually on a CPU node, unless the job runs it as a worker (below).
 - Indexed Jobs, JobSet and Kubeflow Trainer v2: the Job controller's completion index, which
   Trainer v2 also hands to torchrun as PET_NODE_RANK (by a field reference, so only the label
   or annotation shows its value in a dump).
@@ -27,13 +32,24 @@ from typing import Any
 
 from .common import RecordError
 
-#: Labels that name a pod's job, the most specific first.
+#: Labels that name a pod's job, the most specific first (an old mpi-operator's launcher was a
+#: batch Job of its own, `<job>-launcher`, so its `job-name` is not the MPIJob's name).
 JOB_LABELS = (
-    "training.kubeflow.org/job-name",  # training-operator: PyTorchJob, MPIJob, ...
+    "training.kubeflow.org/job-name",  # training-operator, mpi-operator v2beta1
     "jobset.sigs.k8s.io/jobset-name",  # JobSet, Kubeflow Trainer v2's TrainJob
+    "mpi-job-name",  # mpi-operator, MPIJob v1
+    "mpi_job_name",  # mpi-operator, MPIJob v1alpha1 and v1alpha2
     "batch.kubernetes.io/job-name",  # a plain indexed Job
     "job-name",
 )
+#: Labels that give a pod's role in its job, one per operator generation (see above).
+ROLE_LABELS = (
+    "training.kubeflow.org/job-role",
+    "training.kubeflow.org/replica-type",
+    "mpi-job-role",
+    "mpi_role_type",
+)
+_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 #: The Job controller's completion index: an annotation since Indexed Jobs began (1.21), a
 #: label too from Kubernetes 1.28.
 _COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -51,6 +67,20 @@ _NODE_RANGE = re.compile(r"([0-9]{1,9}):([0-9]{1,9})\Z")
 
 def job_id(labels: dict[str, Any]) -> str | None:
     return next((labels[k] for k in JOB_LABELS if isinstance(labels.get(k), str)), None)
+
+
+def runs_no_ranks(labels: dict[str, Any], env: dict[str, str], asks_gpus: bool) -> bool:
+    """Whether the pod is an MPI launcher that only starts mpirun: its host (often a CPU node)
+    is none of the job's hosts. A launcher runs ranks when the job runs it as a worker
+    (runLauncherAsWorker), which shows as a replica index (mpi-operator gives the launcher
+    index 0 only then, from v0.7), or as GPUs it asks for and can see: the training-operator
+    lists a launcher that asks for GPUs in the hostfile, and mpi-operator blanks
+    NVIDIA_VISIBLE_DEVICES in a launcher that is no worker, whatever it asked for."""
+    if not any(labels.get(k) == "launcher" for k in ROLE_LABELS):
+        return False
+    if _REPLICA_INDEX in labels:
+        return False
+    return not asks_gpus or env.get("NVIDIA_VISIBLE_DEVICES") == ""
 
 
 def node_rank(
