@@ -377,7 +377,7 @@ class PlacedHost:
     gpus: tuple[int, ...] = ()
     #: How many GPUs the job holds there, when the scheduler says (a pod's `nvidia.com/gpu`).
     gpu_count: int | None = None
-    #: The host's place in the job (torchrun's GROUP_RANK, a pod's replica index), if known.
+    #: The host's place in the job (torchrun's node rank, a pod's completion index), if known.
     node_rank: int | None = None
 
 
@@ -389,7 +389,8 @@ class JobPlacement:
     `ts_ns` is when the placement began to hold (the job's start) or, for a job not yet
     started, when it was read; `hosts` is the whole placement when the source lists a job
     (Slurm) and the one host of a pod or an env dump otherwise (the job's placement is then
-    the union of its facts).
+    the union of its facts), or none for a pod of the job on none of its hosts (an MPI
+    launcher that only starts mpirun).
     """
 
     ts_ns: int

@@ -1,10 +1,12 @@
-"""`kubectl get pods -o json` for training jobs, as the Kubeflow operators and JobSet make them.
+"""`kubectl get pods -o json` (or `-o yaml`) for training jobs, as the Kubeflow operators and
+JobSet make them.
 
 Each pod is one host's share of a job: `spec.nodeName` is the host, the job is named by the
 operator's label, the GPU count is the container's `nvidia.com/gpu` limit (or request), and
-the pod's place in the job is its node rank from the env the operator set (PET_NODE_RANK for
-torchrun-style PyTorchJobs, otherwise RANK when WORLD_SIZE counts pods) or JobSet's completion
-index. A pod is one fact; the job's placement is the union of its pods' facts.
+the pod's node rank comes from what the operator wrote into it (`operators`). A pod is one
+fact; the job's placement is the union of its pods' facts. An MPI launcher that runs no ranks
+is a pod of the job on none of its hosts: its placement names no host, so the CPU node it
+usually runs on is neither taken for one of the job's GPU hosts nor reported as uncabled.
 """
 
 from __future__ import annotations
@@ -15,15 +17,8 @@ from typing import Any
 
 from ..records import JobPlacement, LogOrigin, PlacedHost, in_time_range, valid_job_id
 from .common import PlacementRead, RecordError
+from .operators import JOB_LABELS, job_id, node_rank, runs_no_ranks
 
-#: Labels that name a pod's job, the most specific first.
-JOB_LABELS = (
-    "training.kubeflow.org/job-name",  # training-operator: PyTorchJob, MPIJob, ...
-    "jobset.sigs.k8s.io/jobset-name",  # JobSet, Kubeflow Trainer v2's TrainJob
-    "batch.kubernetes.io/job-name",  # a plain indexed Job
-    "job-name",
-)
-_INDEX_LABELS = ("batch.kubernetes.io/job-completion-index",)
 _ENDED = frozenset({"Succeeded", "Failed"})
 #: A Kubernetes node name: a DNS subdomain (lowercase letters, digits, '-', '.').
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
@@ -73,11 +68,11 @@ def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
     status = _dict(pod.get("status"))
     name = _name(pod)
     labels = _dict(meta.get("labels"))
-    job_id = next((labels[k] for k in JOB_LABELS if isinstance(labels.get(k), str)), None)
-    if job_id is None:
+    job = job_id(labels)
+    if job is None:
         raise RecordError(f"pod {name}: no label names its job ({', '.join(JOB_LABELS)})")
-    if not valid_job_id(job_id):
-        raise RecordError(f"pod {name}: job name {job_id!r} is not a job id")
+    if not valid_job_id(job):
+        raise RecordError(f"pod {name}: job name {job!r} is not a job id")
     phase = status.get("phase", "") if isinstance(status.get("phase"), str) else ""
     node = spec.get("nodeName")
     if isinstance(node, str) and not _NODE_NAME.match(node):
@@ -86,14 +81,16 @@ def _placement(source: str, position: int, pod: Any) -> JobPlacement | None:
         if phase in ("", "Pending"):
             return None
         raise RecordError(f"pod {name}: {phase} but no spec.nodeName")
-    env = _env(spec)
+    env = _env(name, spec)
     start = _time(name, status.get("startTime"))
-    host = PlacedHost(node, (), _gpus(name, spec), _node_rank(env, labels))
+    gpus = _gpus(name, spec)
+    rank = node_rank(name, env, labels, _dict(meta.get("annotations")))
+    on_host = not runs_no_ranks(labels, env, _asks_gpus(spec))
     return JobPlacement(
         ts_ns=start or 0,
-        job_id=job_id,
-        host=node,
-        hosts=(host,),
+        job_id=job,
+        host=node if on_host else "",
+        hosts=(PlacedHost(node, (), gpus, rank),) if on_host else (),
         scheduler="kubernetes",
         state=phase,
         start_ns=start,
@@ -118,19 +115,26 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
 
 
-def _env(spec: dict[str, Any]) -> dict[str, str]:
-    """Literal env values of the pod's containers (a value from a field ref is not known)."""
-    out: dict[str, str] = {}
-    for container in _containers(spec):
-        env = container.get("env")
-        for var in env if isinstance(env, list) else []:
-            if (
-                isinstance(var, dict)
-                and isinstance(var.get("value"), str)
-                and isinstance(var.get("name"), str)
-            ):
-                out.setdefault(var["name"], var["value"])
-    return out
+def _env(name: str, spec: dict[str, Any]) -> dict[str, str]:
+    """The env the pod's processes see, as far as a dump shows it: the kubelet builds each
+    container's env in order, a later entry of a name replacing an earlier one (so the
+    operator's RANK, appended after the user's, wins), and an entry without a value is the
+    empty string; a value from a field or resource reference is unknown. Where containers
+    disagree the first one's (the operators' main container) is taken. An env that is not
+    a list of named entries is one no API server accepts: the pod is refused."""
+    out: dict[str, str | None] = {}
+    for container in reversed(_containers(spec)):
+        env = container.get("env", [])
+        if not isinstance(env, list):
+            raise RecordError(f"pod {name}: a container's env is not a list")
+        for var in env:
+            if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+                raise RecordError(f"pod {name}: an env entry has no name")
+            value = None if "valueFrom" in var else var.get("value", "")
+            if value is not None and not isinstance(value, str):
+                raise RecordError(f"pod {name}: env {var['name'][:40]} is not a string")
+            out[var["name"]] = value
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _gpus(name: str, spec: dict[str, Any]) -> int | None:
@@ -151,25 +155,16 @@ def _gpus(name: str, spec: dict[str, Any]) -> int | None:
     return total
 
 
-def _count(value: Any) -> int | None:
-    """A small non-negative integer written in ASCII digits, else None ('²' is a digit to
-    str.isdigit, and not to int)."""
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
-        return int(value)
-    return None
-
-
-def _node_rank(env: dict[str, str], labels: dict[str, Any]) -> int | None:
-    for key in ("PET_NODE_RANK", "GROUP_RANK", "NODE_RANK"):
-        if (rank := _count(env.get(key))) is not None:
-            return rank
-    # A PyTorchJob without torchrun gives each pod RANK and WORLD_SIZE counting pods.
-    if (rank := _count(env.get("RANK"))) is not None and "PET_NPROC_PER_NODE" not in env:
-        return rank
-    for key in _INDEX_LABELS:
-        if (rank := _count(labels.get(key))) is not None:
-            return rank
-    return None
+def _asks_gpus(spec: dict[str, Any]) -> bool:
+    """Whether a container asks for any GPU resource (`nvidia.com/gpu`, HAMi's
+    `nvidia.com/vgpu`, `amd.com/gpu`), as the training-operator tells a GPU launcher."""
+    for container in _containers(spec):
+        resources = _dict(container.get("resources"))
+        for kind in ("limits", "requests"):
+            amounts = _dict(resources.get(kind))
+            if any("gpu" in str(k) and str(v) != "0" for k, v in amounts.items()):
+                return True
+    return False
 
 
 def _ended(name: str, status: dict[str, Any]) -> int | None:
