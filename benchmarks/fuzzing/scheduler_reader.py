@@ -3,9 +3,9 @@ file with damaged records spliced between them; and `hostlist.expand` on express
 
 Good records are the real outputs in tests/fixtures/scheduler/: each `scontrol show job -d`
 record of the *.txt files (a file of its own, or a line of the `-o` file), each element of the
-`jobs` list of the squeue, sacct and slurmrestd *.json files, and each pod of the two kubectl
-files (copied as YAML; written here as `kubectl get pods -o json` prints a pod List, or kept as
-YAML documents). An input is one file: scontrol records separated by a blank line, a `jobs`
+`jobs` list of the squeue, sacct and slurmrestd *.json files, and each pod of the kubectl
+files, YAML documents or a JSON pod List (written here as `kubectl get pods -o json` prints a
+pod List, or kept as YAML documents). An input is one file: scontrol records separated by a blank line, a `jobs`
 list in one fixture's envelope (meta, errors, ...), a pod List, or pod documents separated by
 `---`. Damaged records are good ones of that format with bytes, lines, `Key=Value` fields or
 JSON values made wrong (hostlist bombs, bad times, job ids, states, GRES, pod fields, deep
@@ -150,8 +150,13 @@ class Fixtures:
             if path.suffix == ".txt":
                 for n, rec in enumerate(scontrol_records(path.read_text()), 1):
                     self.text.append(Record(f"{path.name}#{n}", rec.encode()))
+            elif path.suffix == ".json" and "items" in (doc := json.loads(path.read_bytes())):
+                # A kubectl pod List: each pod as `-o yaml` would print it, since a pod's
+                # text is what the YAML inputs are made of.
+                for n, pod in enumerate(doc["items"], 1):
+                    text = yaml.safe_dump(pod, sort_keys=False)
+                    self.pods.append(Record(f"{path.name}#{n}", text.encode(), pod))
             elif path.suffix == ".json":
-                doc = json.loads(path.read_bytes())
                 jobs = doc.pop("jobs")
                 self.envelopes.append(doc)
                 for n, job in enumerate(jobs, 1):
