@@ -910,13 +910,17 @@ def test_a_logs_env_dump_naming_an_uncabled_host_is_dead_lettered_as_the_replay_
         "gpu1,dcim.interface,mlx5_0,leaf1,dcim.interface,swp1\n"
         "gpu2,dcim.interface,mlx5_0,leaf1,dcim.interface,swp2\n"
     )
-    lines = ["SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=gpu1,ghost-01", "starting"]
+    # A node list, then the dump of a process on a host the plan lacks, ending the file (the
+    # shipper's message): a job that hung right after printing its environment.
+    lines = ["SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=gpu1,ghost-01", "SLURMD_NODENAME=ghost-02"]
     (cap / "logs" / "7" / "slurm-7.out").write_text("\n".join(lines) + "\n")
     capture = open_capture(cap)
     replayed = DeadLetters()
     report = replay(capture, cast(Sink, replayed))
     expected = [f"placement: {d.source} line {d.line_no}: {d.reason}" for d in replayed.rows]
-    assert len(expected) == 1 and "1 of its 2 hosts are not in cables.csv (ghost-01)" in expected[0]
+    assert len(expected) == 2
+    assert "line 2: job 7: 1 of its 2 hosts are not in cables.csv (ghost-01)" in expected[0]
+    assert "line 1: job 7: 1 of its 1 hosts are not in cables.csv (ghost-02)" in expected[1]
 
     w = make_worker(tmp_path, capture.fabric)
 
@@ -929,9 +933,9 @@ def test_a_logs_env_dump_naming_an_uncabled_host_is_dead_lettered_as_the_replay_
     run(go())
     letters = [wire.decode_dead_letter(m.value or b"") for m in w.dead_letters()]
     assert [x["reason"] for x in letters] == expected
-    assert w.processor.counters["dead_letters"] == 1
+    assert w.processor.counters["dead_letters"] == 2
     placed = [f for f in decoded(w.facts()) if isinstance(f, JobPlacement)]
-    assert [[h.name for h in p.hosts] for p in placed] == [["gpu1", "ghost-01"]]
+    assert [[h.name for h in p.hosts] for p in placed] == [["gpu1", "ghost-01"], ["ghost-02"]]
     verdict = w.processor.correlator.verdict_of("7")
     assert verdict is not None
     assert [(v.state, v.hosts) for v in report.verdicts] == [(verdict.state, verdict.hosts)]

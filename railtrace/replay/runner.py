@@ -190,6 +190,7 @@ def _decode(
                     out.facts.extend(parser.feed(line))
                     if len(parser.stats.dead_letters) >= DEAD_LETTER_BATCH:
                         store_dead("logs", parser.stats.take_dead_letters())
+            out.facts.extend(parser.pause())
             report.log_lines += parser.stats.lines
             store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)

@@ -291,6 +291,10 @@ class Processor:
                         for i, line in enumerate(logs.lines)
                         for fact in parser.feed(line, logs.first_line_no + i)
                     ]
+                    # A log shipper sends a message when the file goes quiet: an env dump
+                    # the message ended with is read now, as the replay reads one that ends
+                    # a file.
+                    parsed += parser.pause()
                     for fact in parsed:
                         facts_out[logs.job_id].append(fact)
                         self.correlator.fold(fact)
