@@ -388,7 +388,8 @@ class JobPlacement:
 
     `ts_ns` is when the placement began to hold (the job's start) or, for a job not yet
     started, when it was read; `hosts` is the whole placement when the source lists a job
-    (Slurm) and the one host of a pod or an env dump otherwise (the job's placement is then
+    (Slurm or an env dump's node list), else the one host of a pod, or the host of a process
+    whose env dump was read and the host its MASTER_ADDR names (the job's placement is then
     the union of its facts), or none for a pod of the job on none of its hosts (an MPI
     launcher that only starts mpirun).
     """

@@ -13,6 +13,8 @@ MODULES = [
     "railtrace.topology.reference",
     "railtrace.topology.view",
     "railtrace.streams.attribution.scoring",
+    "railtrace.streams.logs.envlines",
+    "railtrace.streams.logs.envplace",
     "railtrace.streams.telemetry.lldp",
 ]
 

@@ -16,6 +16,8 @@ import pytest
 from logs_support import JOB, REAL, real_lines, utc_ns
 
 from railtrace.streams.logs import SNAPSHOT_VERSION, LogParser
+from railtrace.streams.logs.envdump import MAX_NAMES, MAX_OPEN, MAX_SEEN, MAX_VALUE
+from railtrace.streams.logs.envplace import READ
 from railtrace.streams.logs.nccl import MAX_COMMUNICATORS
 from railtrace.streams.logs.pytorch import (
     MAX_ERRORS_SEEN,
@@ -244,7 +246,15 @@ def test_snapshot_with_every_table_full_fits_in_a_default_kafka_message() -> Non
             f"{stamp} ncclRemoteError: remote process exited or there was a network error. "
             f"Last error: NET/IB : Got completion from peer 10.1.{second}.3<44206> with status=12"
         )
+    for n in range(MAX_SEEN):  # the node lists of as many job steps
+        parser.feed(f"SLURM_JOB_NODELIST=gpu-node-[{n:04d}-{n + 4000:04d}]")
+    for task in range(MAX_OPEN):  # srun -l: as many tasks' env dumps open at once, all full
+        for k in range(MAX_NAMES - len(READ)):
+            parser.feed(f"{task}: MODULE_ENVIRONMENT_VARIABLE_{k:05d}=x")
+        for name in sorted(READ):
+            parser.feed(f"{task}: {name}=" + "9" * MAX_VALUE)
     snap = parser.snapshot()
+    assert [len(d["names"]) for _, d in snap["env"]["open"]] == [MAX_NAMES] * MAX_OPEN
     assert len(snap["nccl"]["comm_ids"]) == MAX_COMMUNICATORS
     assert sum(len(pairs) for _, pairs in snap["torch"]["timeouts_seen"]) == (
         MAX_TIMEOUT_RANKS * MAX_TIMEOUTS_PER_RANK

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -31,6 +31,8 @@ import pytest
 from faust.types import TP
 from faust.types.tuples import RecordMetadata
 
+from railtrace.replay.capture import open_capture
+from railtrace.replay.runner import Sink, replay
 from railtrace.settings import KafkaSettings, Settings, WorkerSettings
 from railtrace.simulate.logs import LogFile, job_logs
 from railtrace.simulate.scenario import Fault, Scenario, SimJob, plan_scenario
@@ -41,6 +43,7 @@ from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.records import (
     ChannelEdge,
+    DeadLetter,
     JobPlacement,
     JobState,
     LinkEvent,
@@ -879,6 +882,63 @@ def test_a_scheduler_record_delivered_again_is_no_second_fact_but_a_change_is(
     assert [p.state for p in placed] == ["RUNNING", "COMPLETED"]
     view = JobView.restore(orjson.loads(w.processor.views_table[b"4242"]))
     assert view.knows(placed[-1]) and not view.knows(placed[0])
+
+
+class DeadLetters:
+    """A replay sink that keeps the dead letters only."""
+
+    def __init__(self) -> None:
+        self.rows: list[DeadLetter] = []
+
+    def write_dead_letters(self, rows: Any) -> None:
+        self.rows.extend(rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda rows: None
+
+
+def test_a_logs_env_dump_naming_an_uncabled_host_is_dead_lettered_as_the_replay_does(
+    tmp_path: Path,
+) -> None:
+    """A job's own env dump places it like a scheduler record: a host `cables.csv` does not
+    hold is a dead letter with the reason, the cabled one still places the job, and the worker
+    says so for the same lines in the same words as the embedded replay."""
+    cap = tmp_path / "cap"
+    (cap / "logs" / "7").mkdir(parents=True)
+    (cap / "cables.csv").write_text(
+        "side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name\n"
+        "gpu1,dcim.interface,mlx5_0,leaf1,dcim.interface,swp1\n"
+        "gpu2,dcim.interface,mlx5_0,leaf1,dcim.interface,swp2\n"
+    )
+    # A node list, then the dump of a process on a host the plan lacks, ending the file (the
+    # shipper's message): a job that hung right after printing its environment.
+    lines = ["SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=gpu1,ghost-01", "SLURMD_NODENAME=ghost-02"]
+    (cap / "logs" / "7" / "slurm-7.out").write_text("\n".join(lines) + "\n")
+    capture = open_capture(cap)
+    replayed = DeadLetters()
+    report = replay(capture, cast(Sink, replayed))
+    expected = [f"placement: {d.source} line {d.line_no}: {d.reason}" for d in replayed.rows]
+    assert len(expected) == 2
+    assert "line 2: job 7: 1 of its 2 hosts are not in cables.csv (ghost-01)" in expected[0]
+    assert "line 1: job 7: 1 of its 1 hosts are not in cables.csv (ghost-02)" in expected[1]
+
+    w = make_worker(tmp_path, capture.fabric)
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            batch = wire.LogBatch("7", "logs/7/slurm-7.out", 1, tuple(lines), 2026)
+            await agent.put_batches([batch])
+            await agent.drain()
+
+    run(go())
+    letters = [wire.decode_dead_letter(m.value or b"") for m in w.dead_letters()]
+    assert [x["reason"] for x in letters] == expected
+    assert w.processor.counters["dead_letters"] == 2
+    placed = [f for f in decoded(w.facts()) if isinstance(f, JobPlacement)]
+    assert [[h.name for h in p.hosts] for p in placed] == [["gpu1", "ghost-01"], ["ghost-02"]]
+    verdict = w.processor.correlator.verdict_of("7")
+    assert verdict is not None
+    assert [(v.state, v.hosts) for v in report.verdicts] == [(verdict.state, verdict.hosts)]
 
 
 def test_the_workers_give_a_kernel_log_the_host_its_shipper_named_in_the_source() -> None:

@@ -25,13 +25,12 @@ from railtrace.streams.records import (
     DeadLetter,
     Endpoint,
     JobFact,
-    JobPlacement,
     LinkEvent,
     LinkSample,
     TelemetryValue,
     Verdict,
 )
-from railtrace.streams.scheduler import hosts_not_cabled, read_placements
+from railtrace.streams.scheduler import read_placements, uncabled
 from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
 from railtrace.streams.telemetry.lldp import LldpUpdate
 from railtrace.topology.asbuilt import cabled_fabric
@@ -191,6 +190,7 @@ def _decode(
                     out.facts.extend(parser.feed(line))
                     if len(parser.stats.dead_letters) >= DEAD_LETTER_BATCH:
                         store_dead("logs", parser.stats.take_dead_letters())
+            out.facts.extend(parser.pause())
             report.log_lines += parser.stats.lines
             store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)
@@ -201,13 +201,7 @@ def _decode(
         report.waiting_jobs += placed.waiting
         store_dead("scheduler", placed.dead_letters)
         tick("decode", 1, files)
-    uncabled = [
-        dead
-        for f in out.facts
-        if isinstance(f, JobPlacement)
-        and (dead := hosts_not_cabled(f, capture.fabric.host_nics)) is not None
-    ]
-    store_dead("placement", uncabled)
+    store_dead("placement", uncabled(out.facts, capture.fabric.host_nics))
     out.facts.sort(key=lambda f: f.ts_ns)
     report.facts = len(out.facts)
     report.logs_s = time.perf_counter() - started

@@ -21,7 +21,7 @@ from ..records import DeadLetter, JobFact
 from .common import NOWHERE, Malformed, Where
 from .envdump import EnvRules
 from .kernel import KernelRules
-from .nccl import NcclRules, match_prefix
+from .nccl import NcclLine, NcclRules, match_prefix
 from .progress import ProgressRules, latest_reports
 from .pytorch import TorchRules
 from .ras import RasRules
@@ -66,7 +66,8 @@ class ParseStats:
 
 class LogParser:
     """Stateful per input file: carries the last timestamp, the year, the current communicator
-    per (host, pid, tid), and the host of the last NCCL line (lent to PyTorch and kernel lines).
+    per (host, pid, tid), the host of the last NCCL line (lent to PyTorch and kernel lines),
+    and the env dumps not yet ended (`pause`).
 
     All of that state is bounded in size (see the MAX_* constants of the rule modules), so a
     parser can follow a job for weeks, and it can be saved with `snapshot` and resumed with
@@ -137,7 +138,7 @@ class LogParser:
             pieces = _PIECES.split(text) if "\r" in text or "\n" in text else (text,)
             for piece in pieces:
                 try:
-                    facts.extend(self._piece(piece, line_no))
+                    self._piece(piece, line_no, facts)
                 except Malformed as exc:
                     problem = problem or exc
             if len(pieces) > 1:
@@ -150,6 +151,15 @@ class LogParser:
             stats.dead_letters.append(self._dead_letter(problem, line, line_no))
         elif not facts:
             stats.skipped += 1
+        return facts
+
+    def pause(self) -> list[JobFact]:
+        """Facts of what the input left open when it pauses: an env dump is read when its
+        process's next line comes, and at a pause (the end of a file, the end of a message
+        from a log shipper, which sends one when the file goes quiet) as it stands. Feeding
+        may go on after it."""
+        facts = self._env.pause()
+        self.stats.facts += len(facts)
         return facts
 
     def snapshot(self) -> dict[str, Any]:
@@ -229,10 +239,32 @@ class LogParser:
             ) from exc
         return parser
 
-    def _piece(self, text: str, line_no: int) -> list[JobFact]:
+    def _piece(self, text: str, line_no: int, out: list[JobFact]) -> None:
+        """Add the facts of one line (or one piece of a chunk) to `out`; raises Malformed
+        after adding what the line did give."""
         prefixed = match_prefix(text) if " NCCL " in text else None
         found, lead_end = self._clock.stamp(text, c10=prefixed is None)
         ts_ns = found if found is not None else self._clock.last_ns
+        body = text[lead_end:]
+        facts = self._rules(text, body, prefixed, lead_end, ts_ns, line_no)
+        # Every other rule first: a line one of them reads is no line of an env dump.
+        if (
+            facts
+            or prefixed is not None
+            or not self._env.read(body, ts_ns, line_no, self._where, out)
+        ):
+            self._env.interrupt(body, line_no, out)
+            out.extend(facts)
+
+    def _rules(
+        self,
+        text: str,
+        body: str,
+        prefixed: NcclLine | None,
+        lead_end: int,
+        ts_ns: int,
+        line_no: int,
+    ) -> list[JobFact]:
         if prefixed is not None:
             if prefixed.host != self._where.host or prefixed.pid != self._where.pid:
                 self._where = Where(prefixed.host, prefixed.pid)
@@ -241,9 +273,6 @@ class LogParser:
             return self._kernel.handle(text, lead_end, ts_ns, line_no, self._where)
         if "mlx5_core " in text:
             return self._kernel.handle_nic(text, lead_end, ts_ns, line_no, self._where)
-        body = text[lead_end:]
-        if "NODELIST=" in body:
-            return self._env.handle(body, ts_ns, line_no)
         facts = self._torch.handle(body, ts_ns, line_no, self._where)
         if facts:
             return facts
@@ -294,9 +323,11 @@ def bounded(raw: _Text, limit: int) -> tuple[_Text, bool]:
 def parse_lines(
     lines: Iterable[str | bytes], *, job_id: str, source: str, year_hint: int | None = None
 ) -> tuple[list[JobFact], ParseStats]:
-    """Parse a whole file's lines with one LogParser; returns the facts in input order."""
+    """Parse a whole file's lines with one LogParser (paused at the end); returns the facts
+    in input order."""
     parser = LogParser(job_id, source, year_hint)
     facts: list[JobFact] = []
     for line in lines:
         facts.extend(parser.feed(line))
+    facts.extend(parser.pause())
     return facts, parser.stats

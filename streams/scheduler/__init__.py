@@ -18,7 +18,7 @@ import orjson
 
 from . import kubernetes, slurm_json, slurm_text, yamldoc
 from .chunks import Chunk, split
-from .common import PlacementRead, RecordError, hosts_not_cabled
+from .common import PlacementRead, RecordError, uncabled
 from .hostlist import HostlistError, expand
 
 __all__ = [
@@ -27,9 +27,9 @@ __all__ = [
     "PlacementRead",
     "RecordError",
     "expand",
-    "hosts_not_cabled",
     "read_placements",
     "split",
+    "uncabled",
 ]
 
 

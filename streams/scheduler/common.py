@@ -3,10 +3,10 @@ reader says "no" about one record without losing the rest of the file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from ..records import DeadLetter, JobPlacement, LogOrigin, PlacedHost
+from ..records import DeadLetter, JobFact, JobPlacement, LogOrigin, PlacedHost
 
 #: Slurm's job states after which EndTime is when the job ended (before it, EndTime is the
 #: time limit's projection, not an end).
@@ -108,10 +108,21 @@ def slurm_placement(
     )
 
 
-def hosts_not_cabled(placement: JobPlacement, cabled: Collection[str]) -> DeadLetter | None:
-    """A dead letter naming the hosts of `placement` that `cables.csv` does not hold (a name
-    the scheduler spells unlike the plan, a host outside the fabric), or None. The placement
-    itself is kept: its other hosts still place the job."""
+def uncabled(facts: Iterable[JobFact], cabled: Collection[str]) -> list[DeadLetter]:
+    """A dead letter for each placement among `facts` naming hosts that `cables.csv` does not
+    hold (`cabled`: a name the scheduler or an env dump spells unlike the plan, a host outside
+    the fabric). The placements themselves are kept: their other hosts still place the job.
+
+    The one check the embedded replay and the workers both run, on every placement whatever
+    gave it (a scheduler record, a job's own env dump), so that the two report the same."""
+    return [
+        dead
+        for fact in facts
+        if isinstance(fact, JobPlacement) and (dead := _not_cabled(fact, cabled)) is not None
+    ]
+
+
+def _not_cabled(placement: JobPlacement, cabled: Collection[str]) -> DeadLetter | None:
     missing = [h.name for h in placement.hosts if h.name not in cabled]
     if not missing:
         return None

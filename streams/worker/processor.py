@@ -35,8 +35,15 @@ from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkEvent, Verdict
-from railtrace.streams.scheduler import hosts_not_cabled, read_placements
+from railtrace.streams.records import (
+    CablingEvent,
+    CablingKind,
+    Endpoint,
+    JobPlacement,
+    LinkEvent,
+    Verdict,
+)
+from railtrace.streams.scheduler import read_placements, uncabled
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
@@ -279,10 +286,19 @@ class Processor:
                     key = logs.job_id.encode()
                     verdicts.extend(self._adopt(key))
                     parser = self.parsers.get(key).parser(logs)
-                    for i, line in enumerate(logs.lines):
-                        for fact in parser.feed(line, logs.first_line_no + i):
-                            facts_out[logs.job_id].append(fact)
-                            self.correlator.fold(fact)
+                    parsed = [
+                        fact
+                        for i, line in enumerate(logs.lines)
+                        for fact in parser.feed(line, logs.first_line_no + i)
+                    ]
+                    # A log shipper sends a message when the file goes quiet: an env dump
+                    # the message ended with is read now, as the replay reads one that ends
+                    # a file.
+                    parsed += parser.pause()
+                    for fact in parsed:
+                        facts_out[logs.job_id].append(fact)
+                        self.correlator.fold(fact)
+                    dead += await self._uncabled(event, parsed)
                     # Garbled lines of a good message: reported as they happen, as the
                     # embedded replay stores them.
                     for bad in parser.stats.dead_letters:
@@ -330,6 +346,7 @@ class Processor:
             await self._dead(event, f"scheduler: {d.source} line {d.line_no}: {d.reason}")
             for d in read.dead_letters
         ]
+        news: list[JobPlacement] = []
         for placement in read.placements:
             key = placement.job_id.encode()
             verdicts.extend(self._adopt(key))
@@ -339,11 +356,18 @@ class Processor:
             facts_out[placement.job_id].append(placement)
             self.correlator.fold(placement)
             placed.add(key)
-            uncabled = hosts_not_cabled(placement, self.correlator.fabric.host_nics)
-            if uncabled is not None:
-                dead.append(await self._dead(event, f"placement: {uncabled.reason}"))
+            news.append(placement)
         self.counters["placements"] += len(read.placements)
-        return dead
+        return dead + await self._uncabled(event, news)
+
+    async def _uncabled(self, event: Any, facts: list[Any]) -> list[Any]:
+        """Dead-letter the placements among `facts` (a scheduler record's, or a log's env
+        dumps') whose hosts are not cabled, as the embedded replay does; returns the dead
+        letters' delivery futures. The placements stay folded: their other hosts count."""
+        return [
+            await self._dead(event, f"placement: {d.source} line {d.line_no}: {d.reason}")
+            for d in uncabled(facts, self.correlator.fabric.host_nics)
+        ]
 
     async def _changelogs_ready(self) -> None:
         """Before a batch writes the parsers' and job views' tables: their changelogs known to
