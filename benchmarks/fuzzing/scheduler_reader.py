@@ -5,12 +5,12 @@ Good records are the real outputs in tests/fixtures/scheduler/: each `scontrol s
 record of the *.txt files (a file of its own, or a line of the `-o` file), each element of the
 `jobs` list of the squeue, sacct and slurmrestd *.json files, and each pod of the kubectl
 files, YAML documents or a JSON pod List (written here as `kubectl get pods -o json` prints a
-pod List, or kept as YAML documents). An input is one file: scontrol records separated by a blank line, a `jobs`
-list in one fixture's envelope (meta, errors, ...), a pod List, or pod documents separated by
-`---`. Damaged records are good ones of that format with bytes, lines, `Key=Value` fields or
-JSON values made wrong (hostlist bombs, bad times, job ids, states, GRES, pod fields, deep
-nesting, huge numbers, invalid UTF-8, truncation, ...) and junk. The file may be dressed in a
-way that must not change its meaning (CRLF, JSON indentation, a leading `---`); scontrol's
+pod List, or as YAML documents). An input is one file: scontrol records separated by a blank
+line, a `jobs` list in one fixture's envelope (meta, errors, ...), a pod List, or pod documents
+separated by `---`. Damaged records are good ones of that format with bytes, lines, `Key=Value`
+fields or JSON values made wrong (hostlist bombs, bad times, job ids, states, GRES, pod fields,
+deep nesting, huge numbers, invalid UTF-8, truncation, ...) and junk. The file may be dressed
+in a way that must not change its meaning (CRLF, JSON indentation, a leading `---`); scontrol's
 times are read in a zone (UTC, +05:30, -08:00) the expected reading shares.
 
 * crash: any exception out of `read_placements` (or, on an expression alone, out of `expand`
