@@ -59,6 +59,27 @@ def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault)
         wait_for_verdicts(s, expected, f"streamed-{fault}")
 
 
+@pytest.mark.parametrize(
+    ("fault", "nccl_debug"), [(Fault.ECMP, "WARN"), (Fault.LINK_DOWN, "unset")], ids=str
+)
+def test_jobs_placed_by_the_scheduler_alone_stream_the_embedded_verdicts(
+    tmp_path: Path, fault: Fault, nccl_debug: str
+) -> None:
+    """Most jobs run with NCCL_DEBUG at WARN or unset: no channel lines, so their hosts come
+    from the capture's scheduler/ records, which reach the workers on their own topic and
+    must place each job as the embedded replay places it."""
+    require_broker()
+    cap = tmp_path / "cap"
+    write_capture(cap, 64, fault, 31, watchdog_s=WATCHDOG_S, nccl_debug=nccl_debug)
+    assert any((cap / "scheduler").iterdir())
+    expected = _embedded(cap)
+    assert all(v["hosts"] > 0 for v in expected.values()), expected
+    with stack(tmp_path, cap) as s:
+        published = s.run("replay", str(cap), "--kafka")
+        assert published.returncode == 0, published.stderr
+        wait_for_verdicts(s, expected, f"streamed-{fault}-{nccl_debug}")
+
+
 def test_one_changed_attribution_setting_changes_replay_and_live_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
