@@ -470,3 +470,19 @@ def test_an_event_tag_nested_a_thousand_levels_names_nothing_and_crashes_nothing
     decoder = GnmicDecoder()
     decoder.feed_text(text.read_text(), "f.jsonl")
     assert decoder.stats.messages == 1
+
+
+def test_a_list_entry_keyed_by_a_subtree_is_a_bad_value_and_its_neighbours_are_kept() -> None:
+    """Fuzzed (readers seed 7, replay index 13119): an interface entry whose `name` was a list
+    nested a thousand levels recursed out of the stack while being written into its path."""
+    nested = "[" * 1000 + '"swp9"' + "]" * 1000
+    message = (
+        '{"source":"leaf1","timestamp":1700000000000000000,"updates":[{"Path":"interfaces",'
+        '"values":{"interfaces":{"interface":['
+        '{"name":' + nested + ',"state":{"counters":{"in-octets":"7"}}},'
+        '{"name":"swp1","state":{"counters":{"in-octets":"9"}}}]}}}]}'
+    )
+    decoder = GnmicDecoder()
+    values = decoder.feed_text(message + "\n", "f.json")
+    assert [(v.interface, v.value) for v in values] == [("swp1", 9)]
+    assert decoder.stats.bad_values == 1

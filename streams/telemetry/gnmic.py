@@ -118,8 +118,8 @@ def _event_path(key: str, values: dict[str, Any]) -> str:
         if dot and base and index.isdigit():
             entry = "/".join(elements[: i + 1])
             keys = {k: values[f"{entry}/{k}"] for k in KEY_LEAVES if f"{entry}/{k}" in values}
-            if keys:
-                elements[i] = keyed_path(base, keys)
+            if keys and (keyed := keyed_path(base, keys)) is not None:
+                elements[i] = keyed
     return "/".join(elements)
 
 

@@ -69,10 +69,18 @@ def _fits_counter(digits: str) -> bool:
     return n < len(_MAX_COUNTER) or (n == len(_MAX_COUNTER) and digits <= _MAX_COUNTER)
 
 
-def keyed_path(path: str, entry: dict[str, Any]) -> str:
-    """A list entry's path with its key leaves written as xpath keys: `interface[name=e1]`."""
-    keys = "".join(f"[{k}={entry[k]}]" for k in KEY_LEAVES if k in entry)
-    return path + keys
+def keyed_path(path: str, entry: dict[str, Any]) -> str | None:
+    """A list entry's path with its key leaves written as xpath keys: `interface[name=e1]`;
+    None when a key leaf is not a scalar (no model keys a list by a subtree, and writing one
+    nested a thousand levels into a path recursed out of the interpreter's stack)."""
+    keys = []
+    for k in KEY_LEAVES:
+        if k in entry:
+            key = entry[k]
+            if type(key) not in (str, int, float, bool):
+                return None
+            keys.append(f"[{k}={key}]")
+    return path + "".join(keys)
 
 
 class Leaves:
@@ -102,6 +110,9 @@ class Leaves:
             for item in value:
                 if isinstance(item, dict):
                     keyed = keyed_path(path, item)
+                    if keyed is None:
+                        self.bad += 1
+                        continue
                     for name, child in item.items():
                         if name not in KEY_LEAVES:
                             self.add(f"{keyed}/{name}", child, depth + 1)
