@@ -390,6 +390,12 @@ class JobPlacement:
     started, when it was read; `hosts` is the whole placement when the source lists a job
     (Slurm) and the one host of a pod or an env dump otherwise (the job's placement is then
     the union of its facts).
+
+    `last_seen_ns` is None when the scheduler printed the job's end. A job can end between two
+    polls of the scheduler collector and be forgotten by Slurm (MinJobAge) before the next:
+    its end is then not seen but known to lie between two polls, and is published as state
+    ENDED (railtrace's word, not Slurm's) with `last_seen_ns` the last poll that listed it
+    running and `end_ns` the first that found Slurm no longer holding it.
     """
 
     ts_ns: int
@@ -401,6 +407,7 @@ class JobPlacement:
     start_ns: int | None
     end_ns: int | None
     origin: LogOrigin
+    last_seen_ns: int | None = None
 
 
 JobFact = (

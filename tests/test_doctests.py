@@ -13,6 +13,7 @@ MODULES = [
     "railtrace.topology.reference",
     "railtrace.topology.view",
     "railtrace.streams.attribution.scoring",
+    "railtrace.streams.scheduler.common",
     "railtrace.streams.telemetry.lldp",
 ]
 

@@ -18,14 +18,16 @@ import orjson
 
 from . import kubernetes, slurm_json, slurm_text, yamldoc
 from .chunks import Chunk, split
-from .common import PlacementRead, RecordError, hosts_not_cabled
+from .common import ENDED_UNSEEN, PlacementRead, RecordError, ended_unseen, hosts_not_cabled
 from .hostlist import HostlistError, expand
 
 __all__ = [
+    "ENDED_UNSEEN",
     "Chunk",
     "HostlistError",
     "PlacementRead",
     "RecordError",
+    "ended_unseen",
     "expand",
     "hosts_not_cabled",
     "read_placements",

@@ -36,7 +36,7 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, LinkEvent, Verdict
-from railtrace.streams.scheduler import hosts_not_cabled, read_placements
+from railtrace.streams.scheduler import ended_unseen, hosts_not_cabled, read_placements
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
@@ -326,6 +326,8 @@ class Processor:
         except wire.WireError as exc:
             return [await self._dead(event, f"scheduler: {exc}")]
         read = read_placements(out.source, out.text.encode(), out.zone(), out.first)
+        if out.gone_ns is not None and out.polled_ns is not None:
+            read.placements = [ended_unseen(p, out.polled_ns, out.gone_ns) for p in read.placements]
         dead = [
             await self._dead(event, f"scheduler: {d.source} line {d.line_no}: {d.reason}")
             for d in read.dead_letters
