@@ -1,24 +1,35 @@
 """`railtrace collect scheduler` against real Slurm daemons (tests/slurm_support.py): real
 sbatch jobs are published once per change of their placement, in UTC whatever the host's
-zone; and, live, through a real broker and worker, a job whose logs carry no NCCL INFO line is
-placed on its hosts, with the hosts that cables.csv lacks dead-lettered."""
+zone, alike from scontrol, squeue and slurmrestd; and, live, through a real broker and worker,
+a job whose logs carry no NCCL INFO line is placed on its hosts, with the hosts that
+cables.csv lacks dead-lettered."""
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 import itertools
+import logging
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import gates
 import pytest
 from kafka_support import RAILTRACE, require_broker, stack, stop, wait_drained
 from slurm_support import NODES, Slurm, cluster, two_rail_cables
 
 from railtrace.collectors.emit import Collected
-from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
+from railtrace.collectors.scheduler.config import (
+    API_VERSIONS,
+    SchedulerCollectorConfig,
+    SlurmrestdConfig,
+)
 from railtrace.collectors.scheduler.poller import SlurmPoller
+from railtrace.collectors.scheduler.source import source_of
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams import wire
 from railtrace.streams.records import JobPlacement
@@ -45,6 +56,14 @@ def _script(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "job.sh").write_text(JOB_SCRIPT)
     return tmp_path / "job.sh"
+
+
+def _held(tmp_path: Path) -> Path:
+    """A job script that runs until the test touches `release` in its directory: two ways of
+    reading Slurm compared on a running job see it running, however slow the machine."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "held.sh").write_text("#!/bin/bash\nwhile [ ! -e release ]; do sleep 0.2; done\n")
+    return tmp_path / "held.sh"
 
 
 def _placements(messages: Collected, job_id: str) -> list[JobPlacement]:
@@ -106,7 +125,7 @@ def slurm_nodes(slurm: Slurm, job_id: str) -> str:
 def test_squeue_json_gives_the_same_placements_as_scontrol_and_partitions_filter_both(
     slurm: Slurm, tmp_path: Path
 ) -> None:
-    job = slurm.submit(_script(tmp_path), 2, tmp_path)
+    job = slurm.submit(_held(tmp_path), 2, tmp_path)
     slurm.until(job, {"RUNNING"})
     by: dict[tuple[str, str], list[JobPlacement]] = {}
     for command in ("scontrol", "squeue"):
@@ -122,34 +141,96 @@ def test_squeue_json_gives_the_same_placements_as_scontrol_and_partitions_filter
     (a,), (b,) = by["scontrol", "gpu"], by["squeue", "gpu"]
     assert (a.state, a.hosts, a.start_ns) == (b.state, b.hosts, b.start_ns)
     assert by["scontrol", "cpu"] == by["squeue", "cpu"] == []
+    (tmp_path / "release").touch()
+    slurm.until(job, {"COMPLETED"})
+
+
+def _restd(
+    slurm: Slurm, tmp_path: Path, via: str = "http", **given: Any
+) -> SchedulerCollectorConfig:
+    """The collector on the cluster's slurmrestd (`via` its TCP port or its unix socket),
+    authenticated by a JWT that `scontrol token` made, in a file as it printed it."""
+    gates.require("slurm", bool(slurm.restd), "slurmrestd (apt-get install slurmrestd)")
+    user = getpass.getuser()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    token = tmp_path / "slurm.jwt"
+    token.write_text(slurm.token(user) + "\n")
+    restd = {"url": slurm.restd[via], "user": user, "token_file": token, **given}
+    return SchedulerCollectorConfig(
+        command="slurmrestd", cluster="lab", timeout_s=10, slurmrestd=SlurmrestdConfig(**restd)
+    )
+
+
+@pytest.mark.parametrize("via", ["http", "unix"])
+def test_slurmrestd_gives_the_placements_scontrol_gives(
+    slurm: Slurm, tmp_path: Path, via: str
+) -> None:
+    restd = _restd(slurm, tmp_path, via)
+    job = slurm.submit(_held(tmp_path), 2, tmp_path)
+    slurm.until(job, {"RUNNING"})
+    by: dict[str, list[JobPlacement]] = {}
+    for config in (SchedulerCollectorConfig(slurm_conf=slurm.conf, cluster="lab"), restd):
+        sent = Collected()
+        poller = SlurmPoller(config, sent)
+        assert asyncio.run(poller.poll_once()), poller.stats.last_error
+        by[config.command] = _placements(sent, job)
+    (a,), (b,) = by["scontrol"], by["slurmrestd"]
+    assert (b.state, b.hosts, b.start_ns) == (a.state, a.hosts, a.start_ns)
+    assert [h.gpus for h in b.hosts] == [tuple(range(8))] * 2
+    assert b.origin.source == "slurmrestd:lab"
+    # `auto` took a version the server serves, and railtrace reads.
+    assert poller.slurm.describe()["api_version"] in API_VERSIONS
+    (tmp_path / "release").touch()
     slurm.until(job, {"COMPLETED"})
 
 
 @pytest.mark.parametrize(
-    ("conf", "timeout_s", "says"),
+    ("given", "says"),
     [
-        # scontrol gives up at once on a configuration naming no controller ...
-        ("ClusterName=lab\n", 30.0, "scontrol exited 1: scontrol: error: No SlurmctldHost"),
-        # ... and retries a missing one for a minute: killed at the poll's timeout.
-        (None, 1.0, "timed out"),
+        # No credentials: slurmrestd's rest_auth/jwt turns the request away itself.
+        ({"user": None, "token_file": None}, "slurmrestd GET /openapi/v3: HTTP 401: Authent"),
+        # A token slurmctld does not take: an error in the body of an HTTP 500.
+        ({"token_file": None, "token": "not-a-jwt"}, "slurmrestd GET /slurm/v0.0.38/jobs: HTTP 5"),
+        # A version this slurmrestd does not serve.
+        ({"api_version": "v0.0.40"}, "slurmrestd GET /slurm/v0.0.40/jobs: HTTP 404: Unable"),
+        # Nothing listens; something listens but never answers.
+        ({"url": "refused"}, "slurmrestd http://127.0.0.1:"),
+        ({"url": "silent"}, "timed out"),
     ],
+    ids=["no-credentials", "bad-token", "version-not-served", "refused", "timeout"],
 )
-def test_slurm_that_cannot_be_read_is_counted_and_reported_not_raised(
-    slurm: Slurm, tmp_path: Path, conf: str | None, timeout_s: float, says: str
+def test_slurmrestd_that_cannot_be_read_is_counted_and_reported_not_raised_nor_the_token_logged(
+    slurm: Slurm,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    given: dict[str, Any],
+    says: str,
 ) -> None:
-    path = tmp_path / "slurm.conf"
-    if conf is not None:
-        path.write_text(conf)
-    sent = Collected()
-    poller = SlurmPoller(SchedulerCollectorConfig(slurm_conf=path, timeout_s=timeout_s), sent)
-    began = time.monotonic()
-    assert asyncio.run(poller.poll_once()) is False
-    assert time.monotonic() - began < timeout_s + 5
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        urls = {
+            name: f"http://127.0.0.1:{s.getsockname()[1]}"
+            for name, s in (("silent", silent), ("refused", closed))
+        }
+        if "url" in given:
+            given = {**given, "url": urls[given["url"]]}
+        config = _restd(slurm, tmp_path, **given).model_copy(update={"timeout_s": 2.0})
+        good = _restd(slurm, tmp_path / "good")
+        sent = Collected()
+        poller = SlurmPoller(config, sent)
+        with caplog.at_level(logging.INFO, logger="railtrace.collectors.scheduler"):
+            assert asyncio.run(poller.poll_once()) is False
     assert poller.stats.failures == 1 and poller.stats.down_since is not None
     assert (poller.stats.last_error or "").startswith(says), poller.stats.last_error
     assert not sent.messages
+    said = caplog.text + (poller.stats.last_error or "")
+    assert "scheduler poll failed" in caplog.text
+    tokens = [f.read_text().strip().split("=", 1)[1] for f in tmp_path.rglob("slurm.jwt")]
+    assert len(tokens) == 2 and not [t for t in [*tokens, "not-a-jwt"] if t in said]
     # The next good poll is up again.
-    poller.config = SchedulerCollectorConfig(slurm_conf=slurm.conf)
+    poller.slurm = source_of(good)
     assert asyncio.run(poller.poll_once()) and poller.stats.down_since is None
 
 

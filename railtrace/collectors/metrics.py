@@ -326,11 +326,12 @@ def ufm_families(role: str, collector: UfmCollector) -> Iterator[Metric]:
 
 
 SCHEDULER_COUNTERS = (
-    ("successes", "scheduler_poll_successes", "Polls the Slurm tool answered (exit 0)."),
+    ("successes", "scheduler_poll_successes", "Polls Slurm answered (the tool or slurmrestd)."),
     (
         "failures",
         "scheduler_poll_failures",
-        "Polls that failed: the tool missing, timed out or exiting non-zero.",
+        "Polls that failed: the tool missing, exiting non-zero, slurmrestd refusing or erring,"
+        " or a timeout.",
     ),
     ("records", "scheduler_records", "Job records published (a job's placement changed)."),
     ("unchanged", "scheduler_unchanged_records", "Job records not published: nothing changed."),
@@ -352,7 +353,7 @@ def scheduler_families(role: str, poller: SlurmPoller) -> Iterator[Metric]:
     s = poller.stats
     up = GaugeMetricFamily(
         PREFIX + "scheduler_up",
-        "1 when the Slurm tool answered the last poll, 0 otherwise.",
+        "1 when Slurm (the tool or slurmrestd) answered the last poll, 0 otherwise.",
         labels=["role", "target"],
     )
     up.add_metric([role, poller.source], s.down_since is None)
