@@ -51,6 +51,31 @@ class Slurm:
             assert time.monotonic() < deadline, f"job {job_id} still {state!r}"
             time.sleep(0.2)
 
+    def gone(self, job_id: str, timeout: float = 60) -> None:
+        """Wait until slurmctld no longer holds `job_id` (MinJobAge passed since it ended)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = subprocess.run(
+                ["scontrol", "show", "job", job_id],
+                env=self.env, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            if done.returncode != 0 and "Invalid job id specified" in done.stderr:
+                return
+            assert time.monotonic() < deadline, f"job {job_id} still held: {done.stdout[:200]}"
+            time.sleep(0.5)
+
+    @contextmanager
+    def min_job_age(self, seconds: int) -> Iterator[None]:
+        """slurmctld forgets an ended job after `seconds` (MinJobAge) while in the block."""
+        before = self.conf.read_text()
+        self.conf.write_text(re.sub(r"(?m)^MinJobAge=\d+$", f"MinJobAge={seconds}", before))
+        self.run("scontrol", "reconfigure")
+        try:
+            yield
+        finally:
+            self.conf.write_text(before)
+            self.run("scontrol", "reconfigure")
+
     def token(self, user: str) -> str:
         """A JWT for `user`, as `scontrol token` prints it (`SLURM_JWT=...`)."""
         return self.run("scontrol", "token", f"username={user}", "lifespan=600").strip()

@@ -1,8 +1,9 @@
 """`railtrace collect scheduler` against real Slurm daemons (tests/slurm_support.py): real
 sbatch jobs are published once per change of their placement, in UTC whatever the host's
-zone, alike from scontrol, squeue and slurmrestd; and, live, through a real broker and worker,
-a job whose logs carry no NCCL INFO line is placed on its hosts, with the hosts that
-cables.csv lacks dead-lettered."""
+zone, alike from scontrol, squeue and slurmrestd; a job Slurm forgets between two polls is
+published as ended between them; and, live, through a real broker and worker, a job whose
+logs carry no NCCL INFO line is placed on its hosts, with the hosts that cables.csv lacks
+dead-lettered."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from railtrace.collectors.scheduler.source import source_of
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams import wire
 from railtrace.streams.records import JobPlacement
-from railtrace.streams.scheduler import read_placements
+from railtrace.streams.scheduler import ended_unseen, read_placements
 
 # What a trainer at NCCL_DEBUG=WARN leaves in its log: progress lines, no NCCL INFO, no
 # environment dump, so nothing in it says which hosts the job is on.
@@ -231,6 +232,75 @@ def test_slurmrestd_that_cannot_be_read_is_counted_and_reported_not_raised_nor_t
     assert len(tokens) == 2 and not [t for t in [*tokens, "not-a-jwt"] if t in said]
     # The next good poll is up again.
     poller.slurm = source_of(good)
+    assert asyncio.run(poller.poll_once()) and poller.stats.down_since is None
+
+
+def test_a_job_slurm_forgets_between_two_polls_is_published_as_ended_between_them(
+    slurm: Slurm, tmp_path: Path
+) -> None:
+    """slurmctld forgets an ended job after MinJobAge (300 s; 2 s here): a poll that comes
+    later, whichever way it reads Slurm, must still publish that the job ended."""
+    ways = [
+        SchedulerCollectorConfig(command=c, slurm_conf=slurm.conf, cluster="lab")
+        for c in ("scontrol", "squeue")
+    ] + [_restd(slurm, tmp_path)]
+    pollers = [SlurmPoller(config, Collected()) for config in ways]
+    with slurm.min_job_age(2):
+        job = slurm.submit(_held(tmp_path), 2, tmp_path)
+        slurm.until(job, {"RUNNING"})
+        for poller in pollers:
+            assert asyncio.run(poller.poll_once()), poller.stats.last_error
+        (tmp_path / "release").touch()
+        slurm.gone(job)  # it ended, and slurmctld forgot it, between two polls
+        for poller in pollers:
+            assert asyncio.run(poller.poll_once()), poller.stats.last_error
+            assert asyncio.run(poller.poll_once())  # and nothing more after
+    for poller in pollers:
+        sent = poller.emit
+        assert isinstance(sent, Collected)
+        seen, gone = [wire.decode_scheduler_output(m.value) for m in sent.on("scheduler")]
+        assert seen.gone_ns is None and gone.gone_ns is not None and gone.polled_ns is not None
+        assert gone.polled_ns == seen.polled_ns < gone.gone_ns  # the last poll that listed it
+        (running,) = read_placements(seen.source, seen.text.encode()).placements
+        (last,) = read_placements(gone.source, gone.text.encode()).placements
+        ended = ended_unseen(last, gone.polled_ns, gone.gone_ns)
+        assert (running.job_id, running.state) == (job, "RUNNING")
+        assert (ended.state, ended.last_seen_ns, ended.end_ns) == (
+            "ENDED",
+            seen.polled_ns,
+            gone.gone_ns,
+        )
+        assert (
+            ended.hosts == running.hosts and [h.gpus for h in ended.hosts] == [tuple(range(8))] * 2
+        )
+        assert poller.stats.ended_unseen == 1 and poller.stats.lookup_failures == 0
+
+
+@pytest.mark.parametrize(
+    ("conf", "timeout_s", "says"),
+    [
+        # scontrol gives up at once on a configuration naming no controller ...
+        ("ClusterName=lab\n", 30.0, "scontrol exited 1: scontrol: error: No SlurmctldHost"),
+        # ... and retries a missing one for a minute: killed at the poll's timeout.
+        (None, 1.0, "timed out"),
+    ],
+)
+def test_slurm_that_cannot_be_read_is_counted_and_reported_not_raised(
+    slurm: Slurm, tmp_path: Path, conf: str | None, timeout_s: float, says: str
+) -> None:
+    path = tmp_path / "slurm.conf"
+    if conf is not None:
+        path.write_text(conf)
+    sent = Collected()
+    poller = SlurmPoller(SchedulerCollectorConfig(slurm_conf=path, timeout_s=timeout_s), sent)
+    began = time.monotonic()
+    assert asyncio.run(poller.poll_once()) is False
+    assert time.monotonic() - began < timeout_s + 5
+    assert poller.stats.failures == 1 and poller.stats.down_since is not None
+    assert (poller.stats.last_error or "").startswith(says), poller.stats.last_error
+    assert not sent.messages
+    # The next good poll is up again.
+    poller.slurm = source_of(SchedulerCollectorConfig(slurm_conf=slurm.conf))
     assert asyncio.run(poller.poll_once()) and poller.stats.down_since is None
 
 

@@ -345,6 +345,16 @@ SCHEDULER_COUNTERS = (
         "scheduler_refused_records",
         "Job records the reader refuses, published for the worker to dead-letter.",
     ),
+    (
+        "ended_unseen",
+        "scheduler_ended_unseen_records",
+        "Jobs published as ended between two polls: Slurm forgot them before their end was seen.",
+    ),
+    (
+        "lookup_failures",
+        "scheduler_lookup_failures",
+        "Lookups by id of a running job no longer listed that failed; asked again next poll.",
+    ),
     ("emit_failures", "scheduler_emit_failures", "Records delivery refused (spool not writable)."),
 )
 
