@@ -19,7 +19,8 @@ install: $(STAMP)
 # kcat (an independent Kafka client, to cross-check the wire format), and net-snmp's snmpd and
 # snmptrap (real SNMP peers for the collector tests), Chromium (the incident page's browser
 # test, driven by Playwright without its own browser download), Slurm (slurm-wlm: scontrol
-# expands hostlists as the reference for ours). Debian packages. Then snmpsim serving real
+# expands hostlists as the reference for ours; slurmrestd with its JWT plugin, for the
+# scheduler collector's REST source). Debian packages. Then snmpsim serving real
 # switch recordings (a user, a venv of Debian's python3; tests/snmpsim/setup.sh).
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -q && apt-get install -y -q kcat)
@@ -28,7 +29,8 @@ system-deps:
 	command -v java >/dev/null && command -v mvn >/dev/null || \
 	  (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven)
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
-	command -v scontrol >/dev/null || (apt-get update -q && apt-get install -y -q slurm-wlm)
+	command -v scontrol >/dev/null && command -v slurmrestd >/dev/null || \
+	  (apt-get update -q && apt-get install -y -q slurm-wlm slurmrestd slurm-wlm-jwt-plugin)
 	bash tests/snmpsim/setup.sh
 
 demo: install

@@ -392,6 +392,12 @@ class JobPlacement:
     whose env dump was read and the host its MASTER_ADDR names (the job's placement is then
     the union of its facts), or none for a pod of the job on none of its hosts (an MPI
     launcher that only starts mpirun).
+
+    `last_seen_ns` is None when the scheduler printed the job's end. A job can end between two
+    polls of the scheduler collector and be forgotten by Slurm (MinJobAge) before the next:
+    its end is then not seen but known to lie between two polls, and is published as state
+    ENDED (railtrace's word, not Slurm's) with `last_seen_ns` the last poll that listed it
+    running and `end_ns` the first that found Slurm no longer holding it.
     """
 
     ts_ns: int
@@ -403,6 +409,7 @@ class JobPlacement:
     start_ns: int | None
     end_ns: int | None
     origin: LogOrigin
+    last_seen_ns: int | None = None
 
 
 JobFact = (

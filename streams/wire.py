@@ -94,13 +94,18 @@ class SchedulerOutput:
     """One job's record as a scheduler tool printed it (`streams.scheduler.split` cuts an
     output into them): `first` is where it began in the output (a line, or a JSON item's
     position), `tz` the zone its times were printed in (scontrol prints local time without
-    a zone), `polled_ns` when the collector read it (None for a file of a capture)."""
+    a zone), `polled_ns` when the collector read it (None for a file of a capture).
+
+    `gone_ns` is set when the job ended unseen: `text` is its last record, listing it running
+    at `polled_ns`, and by the poll at `gone_ns` Slurm no longer held it (MinJobAge passed
+    between two polls), so the reader's placement is taken as `ended_unseen` then."""
 
     source: str
     first: int
     text: str
     tz: str = "UTC"
     polled_ns: int | None = None
+    gone_ns: int | None = None
 
     def zone(self) -> tzinfo:
         return _zone(self.tz)
@@ -115,12 +120,14 @@ def encode_scheduler_output(out: SchedulerOutput) -> bytes:
             "text": out.text,
             "tz": out.tz,
             **({"polled_ns": out.polled_ns} if out.polled_ns is not None else {}),
+            **({"gone_ns": out.gone_ns} if out.gone_ns is not None else {}),
         }
     )
 
 
 def decode_scheduler_output(data: bytes) -> SchedulerOutput:
-    """{"v": 1, "source", "first", "text", "tz", "polled_ns" (optional)}."""
+    """{"v": 1, "source", "first", "text", "tz", "polled_ns" (optional), "gone_ns" (optional,
+    with "polled_ns")}."""
     raw = _json(data)
     if not isinstance(raw, dict) or raw.get("v") != 1:
         raise WireError('a scheduler message must be a JSON object with "v": 1')
@@ -138,7 +145,12 @@ def decode_scheduler_output(data: bytes) -> SchedulerOutput:
     polled = raw.get("polled_ns")
     if polled is not None and (not isinstance(polled, int) or isinstance(polled, bool)):
         raise WireError("`polled_ns`, when given, must be an integer")
-    return SchedulerOutput(source, first, text, tz, polled)
+    gone = raw.get("gone_ns")
+    if gone is not None and (
+        not isinstance(gone, int) or isinstance(gone, bool) or polled is None or gone < polled
+    ):
+        raise WireError("`gone_ns`, when given, must be an integer, from `polled_ns` on")
+    return SchedulerOutput(source, first, text, tz, polled, gone)
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ MODULES = [
     "railtrace.streams.attribution.scoring",
     "railtrace.streams.logs.envlines",
     "railtrace.streams.logs.envplace",
+    "railtrace.streams.scheduler.common",
     "railtrace.streams.telemetry.lldp",
 ]
 

@@ -32,12 +32,17 @@ for i in 10 20 30; do
     "consumed samples: $((i * 512)) | elapsed time per iteration (ms): 1234.5 |"
   sleep 1
 done
+# Until the test has read it running (a loaded machine may take seconds to ask).
+while [ ! -e release ]; do sleep 0.2; done
 """
 
 
-def _job(slurm: Slurm, tmp_path: Path) -> tuple[str, Path]:
+def _job(slurm: Slurm, tmp_path: Path, held: bool = False) -> tuple[str, Path]:
+    """A job of JOB_SCRIPT; `held`: it ends only once the test touches `release`."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "job.sh").write_text(JOB_SCRIPT)
+    if not held:
+        (tmp_path / "release").touch()
     job_id = slurm.submit(tmp_path / "job.sh", 2, tmp_path)
     return job_id, tmp_path / f"{job_id}.out"
 
@@ -45,7 +50,7 @@ def _job(slurm: Slurm, tmp_path: Path) -> tuple[str, Path]:
 def test_a_real_job_is_placed_alike_from_scontrol_squeue_and_its_env_dump(
     slurm: Slurm, tmp_path: Path
 ) -> None:
-    job_id, log = _job(slurm, tmp_path)
+    job_id, log = _job(slurm, tmp_path, held=True)
     slurm.until(job_id, {"RUNNING"})
     shown = slurm.run("scontrol", "show", "job", "-d", job_id)
     listed = slurm.run("squeue", "--json", "-j", job_id)
@@ -59,6 +64,7 @@ def test_a_real_job_is_placed_alike_from_scontrol_squeue_and_its_env_dump(
         assert placed.job_id == job_id and placed.state == "RUNNING"
         assert [(h.name, h.gpus) for h in placed.hosts] == [(h, tuple(range(8))) for h in hosts]
         assert placed.start_ns and abs(placed.start_ns - time.time_ns()) < 120 * 10**9
+    (tmp_path / "release").touch()
     slurm.until(job_id, {"COMPLETED"})
     (ended,) = read_placements(
         "s", slurm.run("scontrol", "show", "job", "-d", job_id).encode()

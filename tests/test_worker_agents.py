@@ -818,8 +818,9 @@ def test_a_job_taken_over_is_adopted_only_once_its_table_is_recovered(
     assert _of(healthy.job_id, c.verdicts()) == [expected]
 
 
-def _scontrol(job_id: str, hosts: list[str]) -> bytes:
-    """One job's record as `scontrol show job -d` prints it (tests/fixtures/scheduler/)."""
+def _scontrol(job_id: str, hosts: list[str], gone_ns: int | None = None) -> bytes:
+    """One job's record as `scontrol show job -d` prints it (tests/fixtures/scheduler/), read
+    at 1 ns; with `gone_ns`, as the collector publishes a job that ended unseen."""
     listed = ",".join(hosts)
     text = (
         f"JobId={job_id} JobName=pretrain\n"
@@ -828,7 +829,7 @@ def _scontrol(job_id: str, hosts: list[str]) -> bytes:
         f"   NodeList={listed}\n"
         f"   Nodes={listed} CPU_IDs=0-63 Mem=0 GRES=gpu:8(IDX:0-7)\n"
     )
-    out = wire.SchedulerOutput("scontrol:lab", 1, text, "UTC", 1)
+    out = wire.SchedulerOutput("scontrol:lab", 1, text, "UTC", 1, gone_ns)
     return wire.encode_scheduler_output(out)
 
 
@@ -939,6 +940,27 @@ def test_a_logs_env_dump_naming_an_uncabled_host_is_dead_lettered_as_the_replay_
     verdict = w.processor.correlator.verdict_of("7")
     assert verdict is not None
     assert [(v.state, v.hosts) for v in report.verdicts] == [(verdict.state, verdict.hosts)]
+
+
+def test_a_job_that_ended_unseen_is_stored_ended_between_its_last_two_polls(
+    tmp_path: Path, scenario: Scenario
+) -> None:
+    """The collector's word that Slurm forgot a running job between two polls: the job's
+    latest placement is ENDED, with the bounds of its end, on the hosts it ran on."""
+    w = make_worker(tmp_path, scenario.fabric)
+    a, b = scenario.fabric.hosts()[:2]
+
+    async def go() -> None:
+        async with Agent(w) as agent:
+            for value in (_scontrol("4242", [a, b]), _scontrol("4242", [a, b], gone_ns=9)):
+                await agent.put(value, b"4242", topics.RAW_SCHEDULER)
+            await agent.drain()
+
+    run(go())
+    running, ended = [f for f in decoded(w.facts()) if isinstance(f, JobPlacement)]
+    assert (running.state, running.end_ns, running.last_seen_ns) == ("RUNNING", None, None)
+    assert (ended.state, ended.last_seen_ns, ended.end_ns) == ("ENDED", 1, 9)
+    assert ended.hosts == running.hosts and ended.origin == running.origin
 
 
 def test_the_workers_give_a_kernel_log_the_host_its_shipper_named_in_the_source() -> None:

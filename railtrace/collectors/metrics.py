@@ -326,11 +326,12 @@ def ufm_families(role: str, collector: UfmCollector) -> Iterator[Metric]:
 
 
 SCHEDULER_COUNTERS = (
-    ("successes", "scheduler_poll_successes", "Polls the Slurm tool answered (exit 0)."),
+    ("successes", "scheduler_poll_successes", "Polls Slurm answered (the tool or slurmrestd)."),
     (
         "failures",
         "scheduler_poll_failures",
-        "Polls that failed: the tool missing, timed out or exiting non-zero.",
+        "Polls that failed: the tool missing, exiting non-zero, slurmrestd refusing or erring,"
+        " or a timeout.",
     ),
     ("records", "scheduler_records", "Job records published (a job's placement changed)."),
     ("unchanged", "scheduler_unchanged_records", "Job records not published: nothing changed."),
@@ -344,6 +345,16 @@ SCHEDULER_COUNTERS = (
         "scheduler_refused_records",
         "Job records the reader refuses, published for the worker to dead-letter.",
     ),
+    (
+        "ended_unseen",
+        "scheduler_ended_unseen_records",
+        "Jobs published as ended between two polls: Slurm forgot them before their end was seen.",
+    ),
+    (
+        "lookup_failures",
+        "scheduler_lookup_failures",
+        "Lookups by id of a running job no longer listed that failed; asked again next poll.",
+    ),
     ("emit_failures", "scheduler_emit_failures", "Records delivery refused (spool not writable)."),
 )
 
@@ -352,7 +363,7 @@ def scheduler_families(role: str, poller: SlurmPoller) -> Iterator[Metric]:
     s = poller.stats
     up = GaugeMetricFamily(
         PREFIX + "scheduler_up",
-        "1 when the Slurm tool answered the last poll, 0 otherwise.",
+        "1 when Slurm (the tool or slurmrestd) answered the last poll, 0 otherwise.",
         labels=["role", "target"],
     )
     up.add_metric([role, poller.source], s.down_since is None)

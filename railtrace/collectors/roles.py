@@ -6,7 +6,6 @@ a log collector on a GPU node never loads gRPC or pysnmp.
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -134,12 +133,9 @@ def _scheduler(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics)
     from railtrace.collectors.scheduler.poller import SlurmPoller
 
     poller = SlurmPoller(config.scheduler, emit)
-    tool = poller.argv()[0]
-    if shutil.which(tool) is None:
-        raise ValueError(
-            f"{tool} not found: install Slurm's client tools on this host (Debian: apt-get "
-            "install slurm-client) or set collect.scheduler.bin_dir"
-        )
+    missing = poller.slurm.missing()
+    if missing is not None:
+        raise ValueError(missing)
 
     def targets() -> dict[str, TargetState]:
         s = poller.stats

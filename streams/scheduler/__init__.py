@@ -18,14 +18,16 @@ import orjson
 
 from . import kubernetes, slurm_json, slurm_text, yamldoc
 from .chunks import Chunk, split
-from .common import PlacementRead, RecordError, uncabled
+from .common import ENDED_UNSEEN, PlacementRead, RecordError, ended_unseen, uncabled
 from .hostlist import HostlistError, expand
 
 __all__ = [
+    "ENDED_UNSEEN",
     "Chunk",
     "HostlistError",
     "PlacementRead",
     "RecordError",
+    "ended_unseen",
     "expand",
     "read_placements",
     "split",

@@ -4,7 +4,7 @@ reader says "no" about one record without losing the rest of the file."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..records import DeadLetter, JobFact, JobPlacement, LogOrigin, PlacedHost
 
@@ -25,6 +25,9 @@ SLURM_ENDED = frozenset(
         "TIMEOUT",
     }
 )
+#: The state of a job whose end was not seen (`ended_unseen`): no Slurm state, so never
+#: taken for one the scheduler printed.
+ENDED_UNSEEN = "ENDED"
 #: States in which a job holds no hosts yet: read, counted, but no placement.
 SLURM_WAITING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"})
 
@@ -106,6 +109,20 @@ def slurm_placement(
         end_ns=end_ns if state in SLURM_ENDED else None,
         origin=origin,
     )
+
+
+def ended_unseen(placement: JobPlacement, last_seen_ns: int, gone_ns: int) -> JobPlacement:
+    """`placement`, read from the last record that listed the job running (at `last_seen_ns`),
+    as ended by `gone_ns`, when the scheduler no longer held it: its end was not seen, so
+    the state is ENDED_UNSEEN and `end_ns` the latest the end can be.
+
+    >>> from railtrace.streams.records import LogOrigin
+    >>> seen = slurm_placement("7", (), "RUNNING", 10, None, LogOrigin("scontrol:lab", 1))
+    >>> ended = ended_unseen(seen, 40, 70)
+    >>> (ended.state, ended.start_ns, ended.last_seen_ns, ended.end_ns)
+    ('ENDED', 10, 40, 70)
+    """
+    return replace(placement, state=ENDED_UNSEEN, end_ns=gone_ns, last_seen_ns=last_seen_ns)
 
 
 def uncabled(facts: Iterable[JobFact], cabled: Collection[str]) -> list[DeadLetter]:

@@ -43,7 +43,7 @@ from railtrace.streams.records import (
     LinkEvent,
     Verdict,
 )
-from railtrace.streams.scheduler import read_placements, uncabled
+from railtrace.streams.scheduler import ended_unseen, read_placements, uncabled
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
@@ -342,6 +342,8 @@ class Processor:
         except wire.WireError as exc:
             return [await self._dead(event, f"scheduler: {exc}")]
         read = read_placements(out.source, out.text.encode(), out.zone(), out.first)
+        if out.gone_ns is not None and out.polled_ns is not None:
+            read.placements = [ended_unseen(p, out.polled_ns, out.gone_ns) for p in read.placements]
         dead = [
             await self._dead(event, f"scheduler: {d.source} line {d.line_no}: {d.reason}")
             for d in read.dead_letters

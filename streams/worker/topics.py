@@ -52,7 +52,8 @@ RAW_SCHEDULER = TopicSpec(
     "job id (the key of its raw log lines: both reach the worker that owns the job)",
     '{"v": 1, "source", "first" (1-based line or item position in the output), "text" (one '
     'job\'s record as `scontrol show job -d`, `squeue --json` or kubectl printed it), "tz" '
-    '(the zone scontrol printed its times in), "polled_ns" (optional)}',
+    '(the zone scontrol printed its times in), "polled_ns" (optional), "gone_ns" (optional: '
+    "the job ended unseen, Slurm no longer held it at this poll)}",
     7 * DAY_MS,
     "job starts, ends and placements, as the scheduler printed them",
 )

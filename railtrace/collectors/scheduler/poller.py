@@ -1,21 +1,24 @@
 """The Slurm poller: every `interval_s`, what Slurm says of every job, and one raw message per
 job whose placement changed since it was last published.
 
-The tools run with TZ=UTC and SLURM_TIME_FORMAT=standard, so the times scontrol prints
-(local time, no zone) are read as what they are whatever the host's zone or the user's
-environment. A record is published again only when what it places changes (state, hosts,
-GPUs, start, end): a job's RunTime moves on every poll and is no news. A record the reader
-refuses is published once per change too, so the worker dead-letters it with the reason; a
-pending job (no hosts yet) is counted and published when it starts. A failed poll (the
-controller down, munge refusing, a timeout) is counted, logged, and retried with backoff.
+A record is published again only when what it places changes (state, hosts, GPUs, start,
+end): a job's RunTime moves on every poll and is no news. A record the reader refuses is
+published once per change too, so the worker dead-letters it with the reason; a pending job
+(no hosts yet) is counted and published when it starts. A failed poll (the controller down,
+munge or slurmrestd refusing, a timeout) is counted, logged, and retried with backoff.
+
+A job can end between two polls and be forgotten by slurmctld (MinJobAge, 300 s by default)
+before the next one; with the poll interval near it, or polls failing for longer, its end
+would never be seen. So a job published as running that Slurm no longer lists is asked for by
+id (a listing that missed it must not end it); when Slurm does not hold it either, its last
+record is published again with `gone_ns`, the first poll that missed it: the worker takes the
+job as ended between its last two polls (`ended_unseen`), not as running forever.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import random
 import re
 import time
@@ -24,17 +27,20 @@ from typing import Any
 
 from railtrace.streams import wire
 from railtrace.streams.scheduler import read_placements, split
+from railtrace.streams.scheduler.common import SLURM_ENDED
 
 from ..backoff import next_delay
 from ..emit import Emit, Outgoing
 from .config import SchedulerCollectorConfig
+from .source import JobSource, SourceError, source_of
 
 log = logging.getLogger(__name__)
 
 #: What scontrol prints, exit 0, when it holds no job.
 NO_JOBS = b"No jobs in the system"
-_JOB_ID = re.compile(rb"JobId=(\S+)")
-# A record's partition as scontrol (`Partition=gpu`) or squeue's JSON (`"partition": "gpu"`)
+# A record's job id as scontrol (`JobId=42`) or squeue's and slurmrestd's JSON print it.
+_JOB_ID = re.compile(rb'(?:^|\s)JobId=(\S+)|"job_id"\s*:\s*(\d+)')
+# A record's partition as scontrol (`Partition=gpu`) or the JSON (`"partition": "gpu"`)
 # prints it; a pending job may name several, comma-separated.
 _PARTITION = re.compile(rb'(?:^|\s)Partition=(\S+)|"partition"\s*:\s*"([^"]*)"')
 
@@ -53,6 +59,8 @@ class PollStats:
     unchanged: int = 0
     other_partitions: int = 0
     refused: int = 0
+    ended_unseen: int = 0
+    lookup_failures: int = 0
     emit_failures: int = 0
     last_error: str | None = None
     down_since: float | None = field(default_factory=time.monotonic)
@@ -60,12 +68,34 @@ class PollStats:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One job's record of a poll and what it places (or why it places nothing)."""
+    """One job's record of a poll and what it places (or why it places nothing); `running`
+    when it places the job in a state that has not ended it."""
 
     key: bytes
     signature: Any
     data: bytes
     refused: bool
+    running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One output of Slurm: its records, how many jobs wait for hosts, and the id of every
+    job it holds (waiting, refused, other partitions included)."""
+
+    records: list[Record]
+    waiting: int
+    held: set[bytes]
+
+
+@dataclass(slots=True)
+class Running:
+    """A job last published running: its latest record, the poll that read it, and the first
+    poll that no longer listed it (None while listed)."""
+
+    data: bytes
+    seen_ns: int
+    missed_ns: int | None = None
 
 
 class SlurmPoller:
@@ -76,30 +106,20 @@ class SlurmPoller:
         config: SchedulerCollectorConfig,
         emit: Emit,
         rng: random.Random | None = None,
+        slurm: JobSource | None = None,
     ) -> None:
         self.config = config
         self.emit = emit
+        self.slurm = slurm or source_of(config)
         self.stats = PollStats()
         self.source = f"{config.command}:{config.cluster}"
         self._rng = rng or random.Random()
         # What was last published per job key: a job is published again only on a change.
         self._published: dict[bytes, Any] = {}
-
-    def argv(self) -> list[str]:
-        tool = self.config.command
-        path = str(self.config.bin_dir / tool) if self.config.bin_dir else tool
-        if tool == "scontrol":
-            return [path, "show", "job", "-d"]
-        return [path, "--json", "--states=all"]
-
-    def env(self) -> dict[str, str]:
-        env = {**os.environ, "TZ": "UTC", "SLURM_TIME_FORMAT": "standard", "LC_ALL": "C"}
-        if self.config.slurm_conf is not None:
-            env["SLURM_CONF"] = str(self.config.slurm_conf)
-        return env
+        self._running: dict[bytes, Running] = {}
 
     async def run(self) -> None:
-        log.info("scheduler collector starting", extra={"command": self.argv()})
+        log.info("scheduler collector starting", extra=self.slurm.describe())
         failures_in_a_row = 0
         while True:
             ok = await self.poll_once()
@@ -110,62 +130,51 @@ class SlurmPoller:
             )
 
     async def poll_once(self) -> bool:
-        """Run the tool once and publish what changed; False (counted, logged) when Slurm
+        """Read Slurm once and publish what changed; False (counted, logged) when Slurm
         could not be read. Never raises but CancelledError."""
         stats = self.stats
         stats.polls += 1
         polled_ns = time.time_ns()
         try:
-            output = await self._run_tool()
-        except (OSError, TimeoutError, ToolError) as exc:
+            output = await self.slurm.jobs()
+        except (OSError, TimeoutError, SourceError) as exc:
             stats.failures += 1
-            stats.last_error = str(exc) if isinstance(exc, ToolError) else _describe(exc)
+            stats.last_error = _describe(exc)
             if stats.down_since is None:
                 stats.down_since = time.monotonic()
             log.warning(
-                "scheduler poll failed", extra={"command": self.argv(), "error": stats.last_error}
+                "scheduler poll failed", extra={**self.slurm.describe(), "error": stats.last_error}
             )
             return False
         stats.successes += 1
         stats.down_since = None
         stats.last_error = None
-        records, waiting = await asyncio.to_thread(self._records, output)
-        stats.jobs_listed = len(records) + waiting
-        stats.waiting = waiting
-        await self._publish(records, polled_ns)
+        listing = await asyncio.to_thread(self._listing, output)
+        stats.jobs_listed = len(listing.records) + listing.waiting
+        stats.waiting = listing.waiting
+        for r in listing.records:
+            await self._publish(r, polled_ns)
+        # A job no longer listed is forgotten: if it comes back (requeued), it is news.
+        listed = {r.key for r in listing.records}
+        for key in self._published.keys() - listed:
+            del self._published[key]
+        for key in sorted(self._running.keys() - listing.held):
+            await self._vanished(key, polled_ns)
         return True
 
-    async def _run_tool(self) -> bytes:
-        proc = await asyncio.create_subprocess_exec(
-            *self.argv(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env(),
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), self.config.timeout_s)
-        except (TimeoutError, asyncio.CancelledError):
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
-            raise
-        if proc.returncode != 0:
-            said = (err or out).decode("utf-8", "replace").strip().splitlines()
-            raise ToolError(
-                f"{self.config.command} exited {proc.returncode}: {said[0] if said else ''}"[:300]
-            )
-        return out
-
-    def _records(self, output: bytes) -> tuple[list[Record], int]:
-        """The records of one poll, one per job that places or is refused; and how many jobs
-        wait for hosts."""
+    def _listing(self, output: bytes) -> Listing:
+        """The records of one output, one per job that places or is refused."""
         if output.strip() in (b"", NO_JOBS):
-            return [], 0
+            return Listing([], 0, set())
         records: list[Record] = []
         waiting = 0
+        held: set[bytes] = set()
         wanted = set(self.config.partitions)
         for chunk in split(output):
+            m = _JOB_ID.search(chunk.data)
+            job = (m.group(1) or m.group(2))[:128] if m else None
+            if job is not None:
+                held.add(job)
             if wanted and not wanted & _partitions(chunk.data):
                 self.stats.other_partitions += 1
                 continue
@@ -174,54 +183,99 @@ class SlurmPoller:
             if placed.placements:
                 p = placed.placements[0]
                 signature: Any = (p.state, p.hosts, p.start_ns, p.end_ns)
-                key = p.job_id.encode()
+                record = Record(
+                    p.job_id.encode(), signature, chunk.data, False, p.state not in SLURM_ENDED
+                )
             elif placed.dead_letters:
                 signature = tuple(d.reason for d in placed.dead_letters)
-                m = _JOB_ID.search(chunk.data)
-                key = m.group(1)[:128] if m else self.source.encode()
+                record = Record(job or self.source.encode(), signature, chunk.data, True, False)
             else:
                 continue
-            records.append(Record(key, signature, chunk.data, not placed.placements))
-        return records, waiting
+            records.append(record)
+        return Listing(records, waiting, held)
 
-    async def _publish(self, records: list[Record], polled_ns: int) -> None:
+    async def _publish(self, r: Record, polled_ns: int) -> None:
+        """Publish `r` unless it is what was last published of its job."""
         stats = self.stats
-        seen: set[bytes] = set()
-        for r in records:
-            seen.add(r.key)
-            if self._published.get(r.key) == r.signature:
-                stats.unchanged += 1
-                continue
+        if self._published.get(r.key) == r.signature:
+            stats.unchanged += 1
+        else:
             # Published as record 1 of its own: where a job's record falls in the listing
-            # moves from poll to poll, and one identity per job and source lets the store keep
-            # the job's latest placement.
+            # moves from poll to poll, and one identity per job and source lets the store
+            # keep the job's latest placement.
             out = wire.SchedulerOutput(
                 self.source, 1, r.data.decode("utf-8", "replace"), "UTC", polled_ns
             )
-            message = Outgoing(
-                stream="scheduler",
-                key=r.key,
-                value=wire.encode_scheduler_output(out),
-                state_change=True,
-                ts_ns=polled_ns,
-            )
-            try:
-                await self.emit(message)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the spool not writable: count it, retry next poll
-                stats.emit_failures += 1
-                log.error(
-                    "scheduler record not handed to delivery",
-                    extra={"job": r.key.decode("utf-8", "replace"), "error": _describe(exc)},
-                )
-                continue
+            if not await self._emit(r.key, out, polled_ns):
+                return
             self._published[r.key] = r.signature
             stats.records += 1
             stats.refused += r.refused
-        # A job no longer listed is forgotten: if it comes back (requeued), it is news.
-        for key in self._published.keys() - seen:
-            del self._published[key]
+        if r.running:
+            self._running[r.key] = Running(r.data, polled_ns)
+        else:
+            self._running.pop(r.key, None)
+
+    async def _vanished(self, key: bytes, polled_ns: int) -> None:
+        """A job published as running that this poll did not list: published as Slurm now
+        holds it, or, when it no longer does, as ended unseen. A failed lookup is asked
+        again at the next poll."""
+        job = self._running[key]
+        if job.missed_ns is None:
+            job.missed_ns = polled_ns
+        job_id = key.decode("utf-8", "replace")
+        try:
+            output = await self.slurm.job(job_id)
+        except (OSError, TimeoutError, SourceError) as exc:
+            self.stats.lookup_failures += 1
+            log.warning(
+                "scheduler job lookup failed",
+                extra={**self.slurm.describe(), "job": job_id, "error": _describe(exc)},
+            )
+            return
+        listing = await asyncio.to_thread(self._listing, output)
+        if key in listing.held:
+            job.missed_ns = None
+            for r in listing.records:
+                if r.key == key:
+                    await self._publish(r, polled_ns)
+            return
+        out = wire.SchedulerOutput(
+            self.source, 1, job.data.decode("utf-8", "replace"), "UTC", job.seen_ns, job.missed_ns
+        )
+        if not await self._emit(key, out, job.missed_ns):
+            return
+        del self._running[key]
+        self._published.pop(key, None)
+        self.stats.records += 1
+        self.stats.ended_unseen += 1
+        log.info(
+            "scheduler job ended unseen",
+            extra={"job": job_id, "last_seen_ns": job.seen_ns, "gone_ns": job.missed_ns},
+        )
+
+    async def _emit(self, key: bytes, out: wire.SchedulerOutput, ts_ns: int) -> bool:
+        """Hand one record to delivery; False (counted, logged) when the spool refuses it:
+        it is published again at the next poll."""
+        message = Outgoing(
+            stream="scheduler",
+            key=key,
+            value=wire.encode_scheduler_output(out),
+            state_change=True,
+            ts_ns=ts_ns,
+        )
+        try:
+            await self.emit(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the spool not writable: count it, retry next poll
+            self.stats.emit_failures += 1
+            log.error(
+                "scheduler record not handed to delivery",
+                extra={"job": key.decode("utf-8", "replace"), "error": _describe(exc)},
+            )
+            return False
+        return True
 
 
 def _partitions(record: bytes) -> set[str]:
@@ -231,11 +285,9 @@ def _partitions(record: bytes) -> set[str]:
     return set((m.group(1) or m.group(2)).decode("utf-8", "replace").split(","))
 
 
-class ToolError(RuntimeError):
-    """The Slurm tool ran but failed; the message holds its exit code and first line."""
-
-
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SourceError):
+        return str(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {exc}"
