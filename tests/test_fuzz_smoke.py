@@ -49,14 +49,13 @@ API_ARGS = ["--seed", str(SEED), "--requests", "2000", "--nodes", "8", "--sample
 #: the capture readers and the API"); at 0492379 this run sees none of them. The scheduler
 #: reader's still open (the full run on 90a9dc6 found more, each with its reduced input in
 #: tests/fixtures/fuzz/ and README there, fixed since): a JSON file past orjson's limits
-#: beside other damage is refused whole.
+#: beside other damage is refused whole. Of its two kinds, a number past a double beside other
+#: damage is still open but no longer met here: the 22.05 sacct fixture's jobs changed what
+#: this seed draws, and seed 1 first meets it at input 423 (`--readers scheduler`).
 _WHOLE = "lost: file refused as a whole: "
 KNOWN_READERS: dict[tuple[str, str], str] = {
     ("scheduler", _WHOLE + "not JSON: depth limit exceeded"): (
         "one job nested past orjson's 1,024 levels refuses the whole JSON file"
-    ),
-    ("scheduler", _WHOLE + "not JSON: number is infinity when parsed as double"): (
-        "a number past a double beside another damaged job refuses the whole JSON file"
     ),
 }
 #: Open API defects seen at this seed and size: signature -> why. The full run on 40b29fb found
