@@ -104,6 +104,35 @@ def test_sacct_json_gives_start_and_end_of_finished_jobs() -> None:
     assert failed.state == "FAILED" and failed.end_ns is not None
 
 
+def test_sacct_json_of_2205_places_each_job_once_not_its_steps() -> None:
+    """22.05's sacct prints through slurmdbd's openapi/dbv0.0.38: `state.current` a string,
+    `time.start` / `time.end` integers (end 0 while running), `nodes` a hostlist string on the
+    job but an object on each step, and GPUs only as the job's total in `tres.allocated`."""
+    name = "sacct-json-22.05-debian12-completed-failed-running-pending.json"
+    data = (FIXTURES / name).read_bytes()
+    got = read_placements(name, data)
+    assert (got.dead_letters, got.waiting) == ([], 1)  # job 4: PENDING, "None assigned"
+    both = ["gb-n001", "gb-n002"]
+    assert [
+        (j.job_id, j.state, [h.name for h in j.hosts], j.start_ns, j.end_ns, j.origin.line_no)
+        for j in got.placements
+    ] == [
+        ("1", "COMPLETED", both, at("2026-12-05T13:58:22"), at("2026-12-05T13:58:27"), 1),
+        ("2", "FAILED", both, at("2026-12-05T13:58:31"), at("2026-12-05T13:58:33"), 2),
+        ("3", "RUNNING", both, at("2026-12-05T13:58:44"), None, 3),
+    ]
+    # Each placed job has a batch step on gb-n001 and an srun step on both nodes: they are
+    # parts of the job, and give no placement of their own.
+    jobs = orjson.loads(data)["jobs"]
+    assert [[s["nodes"]["range"] for s in job["steps"]] for job in jobs[:3]] == [
+        ["gb-n001", "gb-n[001-002]"]
+    ] * 3
+    # tres.allocated says gres/gpu=8 for job 1 (4 on each node), but as the job's total: its
+    # split over the hosts is not printed, so no host gets GPUs or a count.
+    assert {"type": "gres", "name": "gpu", "id": 1001, "count": 8} in jobs[0]["tres"]["allocated"]
+    assert {(h.gpus, h.gpu_count) for j in got.placements for h in j.hosts} == {((), None)}
+
+
 def test_a_bad_job_is_a_dead_letter_and_the_others_are_kept() -> None:
     doc = orjson.loads((FIXTURES / "squeue-json-24.05.json").read_bytes())
     doc["jobs"][0]["nodes"] = "node[038-0"  # the hostlist cut off

@@ -10,7 +10,10 @@ The shape moved with Slurm's data_parser versions, and both shapes are in the fi
   (integers or the same set/number objects).
 
 GPU indexes come from squeue's `gres_detail`, one entry per node of `nodes` in order; when
-the counts differ they are not guessed. sacct has no per-node indexes.
+the counts differ they are not guessed. sacct has no per-node indexes, nor per-node counts:
+its `tres.allocated` `gres/gpu` is the job's total over all its nodes (22.05 prints 8 for
+`-N 2 --gres=gpu:4`), and how a total of `--gpus=N` is split is not printed, so no host
+gets a count from it. A job's `steps` are parts of the job and place nothing of their own.
 """
 
 from __future__ import annotations
