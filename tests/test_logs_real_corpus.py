@@ -298,6 +298,9 @@ def test_redacted_host_excerpt_still_gives_its_channel_hops() -> None:
         ("torchtitan_2389_eight_ranks_same_step.log", 2024, 3,
          utc_ns(2026, 2, 24, 19, 46, 19, 145_000_000)),
         ("megatron_756_stamped_iterations_tflops.log", 2024, 2, utc_ns(2024, 4, 6, 3, 2, 24)),
+        # An untimed watchdog line takes the time of vLLM's month-day stamp before it.
+        ("vllm_2734_ray_pt21_vllm_info_stamp.log", 2024, 0, utc_ns(2024, 2, 3, 13, 18, 39)),
+        ("vllm_6042_pipe_prefix_pt23_untimed.log", 2024, 0, utc_ns(2024, 7, 1, 13, 54, 43)),
     ],
 )  # fmt: skip
 def test_real_excerpt_fact_time(name: str, year: int, index: int, ts: int) -> None:
