@@ -8,12 +8,10 @@ holds a gap in place:
 - `nccl_952_redacted_host_socket_channels.log`: the reporter's `<cluster_name>` host is read as
   the thread id (`1150`, pid 0); only the channel edges themselves are pinned.
 - `nccl_docs_ras_*`: `The missing rank: 21` and NCCL 2.29's `PEER_DEAD:` monitor line give nothing.
-- not pinned: the step lines of nanochat and nanoGPT (`nanochat_147`, `nanogpt_110`), the Trainer's
-  bars behind a line counter (`llamafactory_8261_line_numbered_hf_bars`), PyTorch's heartbeat
-  monitor (`llamafactory_6953`), a GPU fallen off the bus without an Xid (`nvsentinel_155`), an
-  InfiniBand port's `Link INIT` / `Link ACTIVE` (`gpud_1209`), and three excerpts whose only
-  content may deserve a fact (`nccl_tests_244`'s rank table, `ogkm_1230`'s GSP timeout,
-  `pytorch_128680`'s store connection reset).
+- not pinned: PyTorch's heartbeat monitor (`llamafactory_6953`), a GPU fallen off the bus
+  without an Xid (`nvsentinel_155`), an InfiniBand port's `Link INIT` / `Link ACTIVE`
+  (`gpud_1209`), and three excerpts whose only content may deserve a fact (`nccl_tests_244`'s
+  rank table, `ogkm_1230`'s GSP timeout, `pytorch_128680`'s store connection reset).
 """
 
 from __future__ import annotations
@@ -231,6 +229,28 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
         (2, "progress", None, 123, 87871.6, None, 250000),
         (3, "progress", None, 124, 89474.8, None, 250000),
     ],
+    "nanogpt_110_iter_loss_time.log": [
+        (3, "progress", None, 1631, 561.94, None, None),
+        (4, "progress", None, 1632, 563.15, None, None),
+        (5, "progress", None, 1633, 562.11, None, None),
+    ],
+    "lit_llama_380_port_error.log": [
+        (1, "progress", None, 83594, 6235.95, 1771.0, None),
+        (2, "net-error", "...-48", 34050, "ib-async-event", None),
+        (4, "net-error", "...-48", 34052, "ib-async-event", None),
+    ],
+    # nanochat counts from 0: the last of its 21400 steps is 21399.
+    "nanochat_147_step_dt_tok_per_sec.log": [
+        (1, "progress", None, 4, 989.44, 529882.0, 21399),
+        (2, "progress", None, 5, 991.09, 529000.0, 21399),
+        (3, "progress", None, 6, 992.91, 528029.0, 21399),
+    ],
+    "llamafactory_8261_line_numbered_hf_bars.log": [
+        (1, "progress", None, 10, 2830.0, None, 1752),
+        (2, "progress", None, 11, 2820.0, None, 1752),
+        (3, "progress", None, 12, 2790.0, None, 1752),
+        (5, "progress", None, 20, 2860.0, None, 1752),
+    ],
 }
 
 #: The process the RAS page stops, first missing, then declared dead.
@@ -298,6 +318,9 @@ def test_redacted_host_excerpt_still_gives_its_channel_hops() -> None:
         ("torchtitan_2389_eight_ranks_same_step.log", 2024, 3,
          utc_ns(2026, 2, 24, 19, 46, 19, 145_000_000)),
         ("megatron_756_stamped_iterations_tflops.log", 2024, 2, utc_ns(2024, 4, 6, 3, 2, 24)),
+        # An untimed watchdog line takes the time of vLLM's month-day stamp before it.
+        ("vllm_2734_ray_pt21_vllm_info_stamp.log", 2024, 0, utc_ns(2024, 2, 3, 13, 18, 39)),
+        ("vllm_6042_pipe_prefix_pt23_untimed.log", 2024, 0, utc_ns(2024, 7, 1, 13, 54, 43)),
     ],
 )  # fmt: skip
 def test_real_excerpt_fact_time(name: str, year: int, index: int, ts: int) -> None:
