@@ -33,11 +33,15 @@ class StampUnit(StrEnum):
     S = "s"
 
 
-_FACTORS: Final = (
-    (StampUnit.NS, 1),
-    (StampUnit.US, 1_000),
-    (StampUnit.MS, 1_000_000),
-    (StampUnit.S, 1_000_000_000),
+#: (unit, ns per unit, the first and the end of the plausible span in that unit), ns first.
+_RANGES: Final = tuple(
+    (unit, factor, -(-EARLIEST_PLAUSIBLE_NS // factor), LATEST_NS // factor)
+    for unit, factor in (
+        (StampUnit.NS, 1),
+        (StampUnit.US, 1_000),
+        (StampUnit.MS, 1_000_000),
+        (StampUnit.S, 1_000_000_000),
+    )
 )
 
 
@@ -60,7 +64,7 @@ def read_stamp(value: int) -> tuple[int, StampUnit]:
     ...     print(exc)
     timestamp 259200000000000 is no time from 2000 to 2106 in ns, us, ms or s
     """
-    for unit, factor in _FACTORS:
-        if -(-EARLIEST_PLAUSIBLE_NS // factor) <= value < LATEST_NS // factor:
+    for unit, factor, first, end in _RANGES:
+        if first <= value < end:
             return value * factor, unit
     raise StampError(f"timestamp {value} is no time from 2000 to 2106 in ns, us, ms or s")
