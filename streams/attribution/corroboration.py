@@ -115,7 +115,7 @@ def _links(
                 near = None if nic is None else Endpoint(reporter, nic)
             if near is not None:
                 links.update(paths.flow_links(near, remote))
-    for nic in (remote, local):
-        if nic is not None and (lid := fabric.link_at.get(nic)) is not None:
+    for end in (remote, local):
+        if end is not None and (lid := fabric.link_at.get(end)) is not None:
             links.add(lid)
     return links
