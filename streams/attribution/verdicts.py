@@ -198,7 +198,8 @@ def _link_candidate(
                 "nccl",
                 "peer-error",
                 lid,
-                "an NCCL transport error names the peer across this link",
+                "an NCCL transport error on the wire's side names the pair (or the NIC) "
+                "whose traffic crosses this link",
             )
         )
     if obs.paths_inferred:  # last, so no boost's cap can undo it
@@ -231,7 +232,7 @@ def _node_candidates(
     ]
 
 
-def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
+def _hang_evidence(view: JobView, upto_ns: int | None, fabric: Fabric) -> list[Evidence]:
     def by_origin(f: CollectiveTimeout | NetError | RasReport) -> tuple[int, str, int]:
         return (f.ts_ns, f.origin.source, f.origin.line_no)
 
@@ -240,7 +241,7 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
     ras = sorted((r for r in view.ras if _seen(r.ts_ns, upto_ns)), key=by_origin)
     return (
         [as_evidence.timeout(t) for t in timeouts[:3]]
-        + [as_evidence.net_error(e) for e in errors[:3]]
+        + [as_evidence.net_error(e, fabric) for e in errors[:3]]
         + [as_evidence.ras(r) for r in ras[:2]]
     )
 
@@ -367,7 +368,7 @@ def build_verdict(
     )
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
-    evidence = [*pace_evidence, *_hang_evidence(view, upto_ns)]
+    evidence = [*pace_evidence, *_hang_evidence(view, upto_ns, fabric)]
     sure = 0.0 if best is None else confidence(best.score, runner_up)
     if best is None or best.score < judging.min_blame_score or sure < judging.min_confidence:
         return Verdict(
