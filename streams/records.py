@@ -188,10 +188,12 @@ class LinkEvent:
 class LogOrigin:
     """Where a fact was read: the capture file (or stream) name and the 1-based line number.
 
-    `dated_by` says where the fact's time came from when its line carried none, so evidence
-    can say the time is borrowed: "" for the line's own stamp, "line N" for the nearest earlier
-    stamped line of the same file, "shipper" for the log shipper's stamp on the message, or
-    "<source> line N" for the first stamped line of the job (see `streams.logs.undated`).
+    `dated_by` says where an event's time came from when its line carried none, so evidence
+    can say the time is borrowed: "line N" for the nearest earlier stamped line of the same
+    file, "shipper" for the log shipper's stamp on the message; "<source> line N" (the job's
+    first stamped line, `streams.logs.undated`) for a fact saying where the job runs that was
+    read before any time. "" otherwise: the line's own stamp, or a structure fact (NICs,
+    ranks, channels) whose time no judgement reads.
     """
 
     source: str

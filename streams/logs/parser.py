@@ -27,6 +27,7 @@ from .pytorch import TorchRules
 from .ras import RasRules
 from .timestamps import Clock
 from .torchwatch import WatchdogRules
+from .undated import STRUCTURE
 
 #: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
 #: stall the stream or blow up memory; a progress bar's line keeps its newest renders instead
@@ -72,7 +73,7 @@ class LogParser:
 
     A line without a time of its own takes the time of the nearest earlier stamped line of the
     file, or, before the file's first stamp, the log shipper's stamp on its message (`shipped`);
-    its facts say so in `origin.dated_by`. Before both, its facts come out undated (time 0):
+    its events say so in `origin.dated_by`. Before both, its facts come out undated (time 0):
     `streams.logs.undated` dates what can be dated from the job's other files and makes the
     rest dead letters, so no fact is ever placed at the epoch.
 
@@ -282,9 +283,13 @@ class LogParser:
         body = text[lead_end:]
         facts = self._rules(text, body, prefixed, lead_end, ts_ns, line_no)
         if dated and facts:
-            # Not a fact that read a time of its own from the line (a trainer's step line).
+            # Events only: what says where the job runs is not judged by its time, and marking
+            # every NCCL INFO line would cost a third of the parse. Not a fact that read a
+            # time of its own from the line (a trainer's step line).
             facts = [
-                _dated(f, dated) if f.origin.line_no == line_no and f.ts_ns == ts_ns else f
+                _dated(f, dated)
+                if f.origin.line_no == line_no and f.ts_ns == ts_ns and not isinstance(f, STRUCTURE)
+                else f
                 for f in facts
             ]
         # Every other rule first: a line one of them reads is no line of an env dump.
