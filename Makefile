@@ -21,7 +21,9 @@ install: $(STAMP)
 # test, driven by Playwright without its own browser download), Slurm (slurm-wlm: scontrol
 # expands hostlists as the reference for ours; slurmrestd with its JWT plugin, for the
 # scheduler collector's REST source). Debian packages. Then snmpsim serving real
-# switch recordings (a user, a venv of Debian's python3; tests/snmpsim/setup.sh).
+# switch recordings (a user, a venv of Debian's python3; tests/snmpsim/setup.sh), and
+# openconfig's reference gNMI target and client (fake_server, gnmi_cli v0.14.1, built with the
+# machine's Go from the Go module proxy into benchmarks/.bin; a built one is kept).
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -q && apt-get install -y -q kcat)
 	command -v snmpd >/dev/null && command -v snmptrap >/dev/null || \
@@ -32,6 +34,8 @@ system-deps:
 	command -v scontrol >/dev/null && command -v slurmrestd >/dev/null || \
 	  (apt-get update -q && apt-get install -y -q slurm-wlm slurmrestd slurm-wlm-jwt-plugin)
 	bash tests/snmpsim/setup.sh
+	bash benchmarks/install-gnmic.sh fake_server >/dev/null
+	bash benchmarks/install-gnmic.sh gnmi_cli >/dev/null
 
 demo: install
 	$(VENV)/bin/railtrace demo

@@ -997,11 +997,12 @@ app.add_typer(collect_app, name="collect")
 
 def _run_collector(ctx: typer.Context, role: str) -> None:
     from railtrace.collectors import run
+    from railtrace.collectors.errors import CollectorFailedError
 
     settings: Settings = ctx.obj
     try:
         run.run(settings, role)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, CollectorFailedError) as exc:
         raise _fail(f"collect {role}: {exc}") from exc
 
 

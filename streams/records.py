@@ -276,11 +276,59 @@ class InitComplete:
     origin: LogOrigin
 
 
+class ErrorSide(StrEnum):
+    """Which side of the wire an IB/RoCE failure points at: what decides whether it is held
+    against a link (see `attribution.corroboration`)."""
+
+    FABRIC = "fabric"  # the wire: retries ran out (12, 13), a port went down
+    HOST = "host"  # a NIC, its driver, memory registration or the software at either end
+    CONSEQUENCE = "consequence"  # flushed (5) after another failure on its queue pair
+    UNKNOWN = "unknown"  # a status or event ibverbs does not document, or none was read
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """An IB/RoCE work completion with error, as NCCL printed it (`Got completion ...`).
+
+    `status` is ibverbs' `ibv_wc_status` (12: transport retry counter exceeded) and
+    `status_name` its enum name whether or not NCCL printed it. `direction` is NCCL's request
+    type (`Send`, `Recv`, `Flush`), "" before NCCL 2.18 printed it. The GIDs are as printed (on
+    RoCE the only per-NIC identity of the line; NCCL prints none on InfiniBand); `hca` is the
+    local device NCCL 2.22+ names at the end.
+    """
+
+    status: int
+    status_name: str
+    side: ErrorSide
+    vendor_err: int | None = None
+    opcode: int | None = None
+    length: int | None = None
+    direction: str = ""
+    local_gid: str = ""
+    remote_gids: tuple[str, ...] = ()
+    hca: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncEvent:
+    """An ibverbs asynchronous event NCCL relayed: `event` as `ibv_event_type_str` names it
+    ("port error"), on `hca` port `port` when NCCL 2.20+ printed them ("" and None before)."""
+
+    event: str
+    side: ErrorSide
+    hca: str = ""
+    port: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class NetError:
-    """A transport error NCCL reported: IB/RoCE completion error or socket failure.
+    """A transport error NCCL reported: IB/RoCE completion error, async event or socket failure.
 
     `peer` is the remote address NCCL printed (IP or host, without port), when it did.
+    `cuda_dev` is the `[N]` of the NCCL prefix (the printing process's CUDA device), None on a
+    line without one. `completion` / `async_event` hold what an IB completion error or async
+    event says beyond its kind; None for other kinds, and for records stored before they
+    were read.
     """
 
     ts_ns: int
@@ -291,6 +339,18 @@ class NetError:
     peer: str | None
     detail: str
     origin: LogOrigin
+    cuda_dev: int | None = None
+    completion: Completion | None = None
+    async_event: AsyncEvent | None = None
+
+    @property
+    def side(self) -> ErrorSide:
+        """The side the error points at; UNKNOWN for socket and PyTorch-only errors."""
+        if self.completion is not None:
+            return self.completion.side
+        if self.async_event is not None:
+            return self.async_event.side
+        return ErrorSide.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The one rule for tests that need a real service (a Kafka broker, net-snmp, snmpsim, Slurm,
-Chromium, a ClickHouse server): with CI set (to anything non-empty; `.ci/run` sets CI=true) a
-missing service FAILS the test; without CI it skips, so a laptop without a broker still runs
-the rest.
+Chromium, a ClickHouse server, openconfig's Go gNMI fake target and client): with CI set (to
+anything non-empty; `.ci/run` sets CI=true) a missing service FAILS the test; without CI it
+skips, so a laptop without a broker still runs the rest.
 
     gates.require("kafka", broker_answers, f"a Kafka broker at {BOOTSTRAP}")
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import pytest
 
 #: Markers of the real services a test may need (each registered in pyproject.toml).
-SERVICES = ("kafka", "snmp", "snmpsim", "slurm", "browser", "clickhouse_server")
+SERVICES = ("kafka", "snmp", "snmpsim", "slurm", "browser", "gnmi_fake", "clickhouse_server")
 #: Every marker that keeps a test out of the `core` tier.
 NOT_CORE = (*SERVICES, "integration", "chdb", "e2e")
 #: The prefix of every deliberate skip's reason.

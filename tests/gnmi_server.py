@@ -6,7 +6,10 @@ requested interval (the counters grow between samples), for each ON_CHANGE subsc
 current oper-status, then a sync_response; `set_oper_status` pushes an ON_CHANGE update.
 Modes: `drop_after` ends the stream after that many notifications (the client sees the RPC
 end); `malformed` adds to each sample an update with no value, one with no path and one
-with JSON that does not parse. Optional TLS (server certificate, client CA for mutual TLS)
+with JSON that does not parse, and `only_malformed` sends nothing else (oper-status without a
+value); `capabilities=False` answers Capabilities UNIMPLEMENTED, as openconfig's reference fake
+does; `stamp_unit_ns` stamps notifications in that unit (10**6: milliseconds) where gNMI has
+nanoseconds, as some switch OSes do. Optional TLS (server certificate, client CA for mutual TLS)
 and username/password checks. Test certificates are made with the `openssl` CLI.
 """
 
@@ -34,6 +37,9 @@ class SwitchState:
     encodings: tuple[str, ...] = ("JSON", "JSON_IETF", "PROTO")
     drop_after: int | None = None
     malformed: bool = False
+    only_malformed: bool = False
+    capabilities: bool = True
+    stamp_unit_ns: int = 1
     username: str | None = None
     password: str | None = None
     oper_status: dict[str, str] = field(default_factory=lambda: dict.fromkeys(INTERFACES, "UP"))
@@ -75,6 +81,10 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
     async def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802
         if not self._authorize(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "bad credentials")
+        if not self.state.capabilities:
+            await context.abort(
+                grpc.StatusCode.UNIMPLEMENTED, "method Capabilities not implemented"
+            )
         return gnmi_pb2.CapabilityResponse(
             supported_models=[
                 gnmi_pb2.ModelData(name="openconfig-interfaces", organization="OpenConfig")
@@ -108,7 +118,9 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
                 # an update at the prefix itself: give it the last element as its path
                 prefix = _path(f"interfaces/interface[name={name}]/state")
                 updates[0].path.CopyFrom(_path("counters"))
-            if self.state.malformed:
+            if self.state.only_malformed:
+                updates = []
+            if self.state.malformed or self.state.only_malformed:
                 updates += [
                     gnmi_pb2.Update(path=_path("in-discards")),  # no value at all
                     gnmi_pb2.Update(val=gnmi_pb2.TypedValue(uint_val=1)),  # no path
@@ -116,20 +128,19 @@ class Servicer(gnmi_pb2_grpc.gNMIServicer):
                         path=_path("in-errors"), val=gnmi_pb2.TypedValue(json_val=b"{not json")
                     ),
                 ]
-            out.append(gnmi_pb2.Notification(timestamp=now_ns, prefix=prefix, update=updates))
+            stamp = now_ns // self.state.stamp_unit_ns
+            out.append(gnmi_pb2.Notification(timestamp=stamp, prefix=prefix, update=updates))
         self.state.samples += 1
         return out
 
     def _status(self, name: str) -> Any:
+        update = gnmi_pb2.Update(path=_path("oper-status"))
+        if not self.state.only_malformed:
+            update.val.string_val = self.state.oper_status[name]
         return gnmi_pb2.Notification(
-            timestamp=time.time_ns(),
+            timestamp=time.time_ns() // self.state.stamp_unit_ns,
             prefix=_path(f"interfaces/interface[name={name}]/state"),
-            update=[
-                gnmi_pb2.Update(
-                    path=_path("oper-status"),
-                    val=gnmi_pb2.TypedValue(string_val=self.state.oper_status[name]),
-                )
-            ],
+            update=[update],
         )
 
     def _neighbour(self, name: str) -> Any:

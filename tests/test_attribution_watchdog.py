@@ -60,6 +60,14 @@ def test_no_rank_is_behind_when_every_rank_completed_the_same_work() -> None:
     assert ranks_behind(states) == []
 
 
+def test_a_rank_that_completed_less_work_than_the_others_of_its_group_was_behind() -> None:
+    """vllm-project/vllm#23448 (PyTorch 2.7): in process group 67, rank 0 completed work 5729
+    and hung on 5730, rank 3 completed only 5728 and hung on 5729: rank 3 was behind."""
+    facts, _ = parse_real("vllm_23448_two_ranks_pg_guid_first_to_dump.log", year_hint=2025)
+    (b,) = ranks_behind(of_type(facts, WatchdogState))
+    assert (b.pg, b.ranks, b.last_completed, b.others_completed) == ("67", (3,), 5728, 5729)
+
+
 def test_the_ranks_with_the_lowest_last_completed_work_are_behind() -> None:
     (b,) = ranks_behind([_said(0, 43, line=1), _said(1, 42, "dump", line=2), _said(2, 43, line=3)])
     assert (b.ranks, b.last_completed, b.others_completed, b.reported) == ((1,), 42, 43, 3)

@@ -7,7 +7,10 @@ tests prove the collector's output is what the streaming worker understands.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,10 @@ from typing import Any
 import orjson
 import pytest
 from gnmi_server import Certs, GnmiServer, SwitchState, make_certs
+from kafka_support import RAILTRACE
 
 from railtrace.collectors.emit import Collected
+from railtrace.collectors.errors import CollectorFailedError
 from railtrace.collectors.gnmi import (
     Backoff,
     Credentials,
@@ -24,6 +29,7 @@ from railtrace.collectors.gnmi import (
     GnmiTarget,
     TlsSettings,
 )
+from railtrace.proto.gen import gnmi_pb2
 from railtrace.streams.records import CablingKind, Endpoint, Metric
 from railtrace.streams.telemetry import decode_message
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
@@ -211,16 +217,95 @@ def test_capabilities_without_usable_encoding_fail_the_target_clearly() -> None:
         try:
             collected = Collected()
             collector = GnmiCollector([target("leaf1", server.address)], collected)
-            statuses = await asyncio.wait_for(collector.run(), 5)
+            with pytest.raises(CollectorFailedError, match="every gNMI target failed") as failed:
+                await asyncio.wait_for(collector.run(), 5)
         finally:
             await server.stop()
-        status = statuses["leaf1"]
+        status = collector.statuses["leaf1"]
         assert status.state == "failed"
         assert "no usable gNMI encoding" in status.last_error
         assert "BYTES, ASCII" in status.last_error
+        assert f"leaf1: {status.last_error}" in str(failed.value)
         assert server.state.streams == 0 and not collected.messages
 
     asyncio.run(main())
+
+
+def test_one_target_without_usable_encoding_fails_alone_while_another_streams() -> None:
+    async def main() -> None:
+        bad = await GnmiServer(SwitchState(encodings=("BYTES",))).start()
+        good = await GnmiServer().start()
+        try:
+            collector, collected = await collect(
+                [target("leaf1", bad.address), target("leaf2", good.address)],
+                lambda c, m: c.statuses["leaf1"].state == "failed" and len(values(m)) >= 4,
+            )
+        finally:
+            await bad.stop()
+            await good.stop()
+        leaf2 = collector.statuses["leaf2"]
+        assert leaf2.state == "stopped" and leaf2.failures == 0  # stopped by the test alone
+        assert {v.device for v in values(collected)} == {"leaf2"}
+
+    asyncio.run(main())
+
+
+def _settings_file(tmp: Path, targets: str) -> Path:
+    config = tmp / "railtrace.toml"
+    config.write_text(
+        f"""
+[kafka]
+bootstrap_servers = "127.0.0.1:{free_port()}"
+
+[collect]
+spool_dir = "{tmp / "spool"}"
+
+[collect.metrics_listen]
+gnmi = "127.0.0.1:0"
+{targets}"""
+    )
+    return config
+
+
+def test_collect_gnmi_exits_non_zero_with_the_reason_when_no_target_is_left(
+    tmp_path: Path,
+) -> None:
+    """It used to log the failure and exit 0, as if it had been asked to stop."""
+
+    async def main() -> tuple[int, str]:
+        server = await GnmiServer(SwitchState(encodings=("BYTES", "ASCII"))).start()
+        config = _settings_file(
+            tmp_path,
+            f'[[collect.gnmi]]\nname = "leaf1"\naddress = "{server.address}"\ninsecure = true\n',
+        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                RAILTRACE, "--config", str(config), "collect", "gnmi",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+        finally:
+            await server.stop()
+        assert proc.returncode is not None
+        return proc.returncode, err.decode()
+
+    code, err = asyncio.run(main())
+    assert code == 1, err
+    err = " ".join(err.split())  # the console wraps long lines
+    assert "every gNMI target failed" in err
+    assert "leaf1: no usable gNMI encoding: target supports BYTES, ASCII" in err
+
+
+def test_collect_gnmi_without_any_target_exits_non_zero(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [RAILTRACE, "--config", str(_settings_file(tmp_path, "")), "collect", "gnmi"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no gNMI target" in done.stderr
 
 
 def test_credentials_are_sent_as_metadata() -> None:
@@ -287,14 +372,13 @@ def test_tls_with_a_wrong_ca_fails_clearly(certs: Certs) -> None:
 def test_missing_tls_file_fails_the_target(tmp_path: Path) -> None:
     async def main() -> None:
         tls = TlsSettings(ca_file=tmp_path / "absent.pem")
-        statuses = await asyncio.wait_for(
-            GnmiCollector(
-                [target("leaf1", "127.0.0.1:1", insecure=False, tls=tls)], Collected()
-            ).run(),
-            5,
+        collector = GnmiCollector(
+            [target("leaf1", "127.0.0.1:1", insecure=False, tls=tls)], Collected()
         )
-        assert statuses["leaf1"].state == "failed"
-        assert "cannot read TLS CA" in statuses["leaf1"].last_error
+        with pytest.raises(CollectorFailedError, match="cannot read TLS CA"):
+            await asyncio.wait_for(collector.run(), 5)
+        assert collector.statuses["leaf1"].state == "failed"
+        assert "cannot read TLS CA" in collector.statuses["leaf1"].last_error
 
     asyncio.run(main())
 
@@ -353,3 +437,72 @@ def test_a_new_session_starts_the_lldp_table_afresh_so_a_neighbour_lost_meanwhil
     assert watch.neighbours() == {"Ethernet1": [Endpoint("hgx-01", "mlx5_0")]}
     assert [(e.interface, e.kind) for e in events] == [("Ethernet2", CablingKind.MISSING)]
     assert all(m.state_change for m in lldp_messages(collected))
+
+
+@pytest.mark.parametrize("encoding", [None, "JSON_IETF"])
+def test_a_target_without_capabilities_is_subscribed_with_the_fallback_encoding(
+    encoding: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Such a target used to be retried for ever, never subscribed."""
+    state = SwitchState(capabilities=False, drop_after=6)  # every session ends: three of them
+
+    async def main() -> tuple[GnmiCollector, Collected]:
+        server = await GnmiServer(state).start()
+        try:
+            return await collect(
+                [target("leaf1", server.address, fallback_encoding=encoding)],
+                lambda c, m: state.streams >= 3 and len(values(m)) >= 12,
+            )
+        finally:
+            await server.stop()
+
+    with caplog.at_level(logging.WARNING, logger="railtrace.collectors.gnmi.session"):
+        collector, collected = asyncio.run(main())
+    wanted = encoding or "PROTO"  # the openconfig profile's first
+    assert {gnmi_pb2.Encoding.Name(s.subscribe.encoding) for s in state.subscribes} == {wanted}
+    status = collector.statuses["leaf1"]
+    assert status.encoding == wanted and status.capabilities_fallbacks >= 3
+    said = [r for r in caplog.records if "does not implement Capabilities" in r.getMessage()]
+    assert len(said) == 1  # once, not at every reconnect
+    assert {v.metric for v in values(collected)} >= {Metric.IN_OCTETS, Metric.OPER_STATUS}
+
+
+def test_a_capabilities_error_other_than_unimplemented_is_still_retried() -> None:
+    async def main() -> None:
+        state = SwitchState(username="rt", password="s3cret")  # UNAUTHENTICATED for others
+        server = await GnmiServer(state).start()
+        try:
+            collector, _ = await collect(
+                [target("leaf1", server.address)],
+                lambda c, m: c.statuses["leaf1"].failures >= 2,
+            )
+        finally:
+            await server.stop()
+        status = collector.statuses["leaf1"]
+        assert status.capabilities_fallbacks == 0 and state.streams == 0
+        assert "UNAUTHENTICATED" in status.last_error
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(("unit", "per_unit"), [("ms", 10**6), ("s", 10**9)])
+def test_a_target_stamping_in_ms_or_s_is_read_in_that_unit_and_counted(
+    unit: str, per_unit: int
+) -> None:
+    async def main() -> tuple[GnmiCollector, Collected, int]:
+        before = time.time_ns()
+        server = await GnmiServer(SwitchState(stamp_unit_ns=per_unit)).start()
+        try:
+            collector, collected = await collect(
+                [target("leaf1", server.address)], lambda c, m: len(values(m)) >= 4
+            )
+        finally:
+            await server.stop()
+        return collector, collected, before
+
+    collector, collected, before = asyncio.run(main())
+    stamps = [v.ts_ns for v in values(collected)]
+    # within the run, to the unit's precision: not January 1970
+    assert all(before - per_unit <= ts <= time.time_ns() for ts in stamps), stamps
+    counted = collector.statuses["leaf1"].odd_timestamps
+    assert counted[unit] >= 2 and set(counted) == {unit}

@@ -93,3 +93,97 @@ def test_notification_without_timestamp_takes_receive_time_and_all_bad_yields_no
     assert out.bad_updates == ["a/b: update without a value"]
     assert convert_notification(gnmi_pb2.Notification(), source="l", subscription="s",
                                 received_ns=1) is None  # fmt: skip
+
+
+def _element_path(*elements: str) -> object:
+    return gnmi_pb2.Path(element=list(elements))
+
+
+def test_deprecated_element_paths_convert_exactly_as_the_same_elem_paths() -> None:
+    """openconfig's reference fake target sends only `Path.element`, keys written into the
+    strings; every update of it was counted malformed ("update without a path")."""
+    stamp = 1_700_000_000_000_000_000
+
+    def note(path: object, prefix: object, gone: object) -> object:
+        return gnmi_pb2.Notification(
+            timestamp=stamp,
+            prefix=prefix,
+            update=[gnmi_pb2.Update(path=path, val=TV(uint_val=42))],
+            delete=[gone],
+        )
+
+    old = note(
+        _element_path("state", "counters", "in-octets"),
+        _element_path("interfaces", "interface[name=Ethernet1/1]"),
+        _element_path("lldp", "interfaces", "interface[name=Ethernet1/1]"),
+    )
+    new = note(
+        from_xpath("state/counters/in-octets"),
+        from_xpath("interfaces/interface[name=Ethernet1/1]"),
+        from_xpath("lldp/interfaces/interface[name=Ethernet1/1]"),
+    )
+    got, want = (
+        convert_notification(n, source="leaf1", subscription="s", received_ns=1) for n in (old, new)
+    )
+    assert got is not None and want is not None
+    assert got == want and not got.bad_updates and got.good_updates == 1
+    assert got.state_change  # the LLDP delete, read from its element path
+    assert got.message is not None
+    assert got.message["prefix"] == "interfaces/interface[name=Ethernet1/1]"
+    values = decode_message(orjson.loads(orjson.dumps(got.message)))
+    assert [(v.interface, v.metric, v.value) for v in values] == [
+        ("Ethernet1/1", Metric.IN_OCTETS, 42)
+    ]
+
+
+def test_an_element_path_with_every_key_written_in_is_read_with_its_keys() -> None:
+    full = _element_path(
+        "interfaces", "interface[name=Ethernet2]", "state", "counters", "in-fcs-errors"
+    )
+    note = gnmi_pb2.Notification(
+        timestamp=1_700_000_000_000_000_000, update=[gnmi_pb2.Update(path=full, val=TV(int_val=3))]
+    )
+    out = convert_notification(note, source="leaf1", subscription="s", received_ns=1)
+    assert out is not None and out.message is not None
+    assert out.message["updates"] == [
+        {
+            "Path": "interfaces/interface[name=Ethernet2]/state/counters/in-fcs-errors",
+            "values": {"interfaces/interface/state/counters/in-fcs-errors": 3},
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stamp", "unit"),
+    [
+        (1_700_000_000_123_456_789, "ns"),
+        (1_700_000_000_123_456, "us"),
+        (1_700_000_000_123, "ms"),
+        (1_700_000_000, "s"),
+    ],
+)
+def test_a_timestamp_in_us_ms_or_s_is_read_in_its_unit(stamp: int, unit: str) -> None:
+    note = gnmi_pb2.Notification(
+        timestamp=stamp,
+        update=[gnmi_pb2.Update(path=from_xpath("a/b"), val=TV(uint_val=1))],
+    )
+    out = convert_notification(note, source="l", subscription="s", received_ns=5)
+    assert out is not None and out.message is not None and out.stamp == unit
+    factor = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}[unit]
+    assert out.ts_ns == out.message["timestamp"] == stamp * factor
+    assert out.ts_ns // 10**9 == 1_700_000_000  # November 2023, not January 1970
+
+
+@pytest.mark.parametrize("stamp", [3 * 86_400 * 10**9, 12_345, -1_700_000_000_000_000_000])
+def test_a_timestamp_that_is_no_time_in_any_unit_refuses_the_notification(stamp: int) -> None:
+    note = gnmi_pb2.Notification(
+        timestamp=stamp,
+        update=[
+            gnmi_pb2.Update(path=from_xpath("a/b"), val=TV(uint_val=1)),
+            gnmi_pb2.Update(path=from_xpath("a/c"), val=TV(uint_val=2)),
+        ],
+    )
+    out = convert_notification(note, source="l", subscription="s", received_ns=5)
+    assert out is not None and out.message is None and out.stamp == "rejected"
+    assert len(out.bad_updates) == 2
+    assert "no time from 2000 to 2106" in out.bad_updates[0]

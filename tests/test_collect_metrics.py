@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from gnmi_server import GnmiServer
+from gnmi_server import GnmiServer, SwitchState
 from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
 from prometheus_client.parser import text_string_to_metric_families
 from snmp_support import free_udp_port, running_snmpd, snmptrap
@@ -242,6 +242,68 @@ def test_gnmi_updates_are_counted_and_a_lost_target_is_reconnected_and_turns_hea
             assert "UNAVAILABLE" in doc["targets"]["leaf1"]["error"]
             scrape = await client.metrics()
             assert scrape.value("railtrace_collector_healthy", role="gnmi") == 0
+
+    asyncio.run(main())
+
+
+def test_a_gnmi_target_whose_every_update_is_malformed_is_unhealthy_though_its_session_is_up(
+    tmp_path: Path,
+) -> None:
+    """/healthz used to call such a target up: its stream was open, though nothing in it was
+    usable (openconfig's reference fake target, whose every path was unread, looked so)."""
+
+    async def main() -> None:
+        server = await GnmiServer(SwitchState(only_malformed=True)).start()
+        target = {
+            "name": "leaf1",
+            "address": server.address,
+            "insecure": True,
+            "sample_interval_s": 1.0,
+            "connect_timeout_s": 2,
+        }
+        s = settings(tmp_path, "gnmi", gnmi=[target], health_grace_s=1.0)
+        try:
+            async with collector(s, "gnmi") as client:
+                doc = await client.until_health(lambda st, d: "targets" in problems(d))
+                scrape = await client.metrics()
+        finally:
+            await server.stop()
+        assert doc["ok"] is False  # (Kafka is away too: `delivery` may be a problem as well)
+        leaf1 = doc["targets"]["leaf1"]
+        assert leaf1["up"] is False and leaf1["state"] == "malformed"
+        assert leaf1["error"].startswith("every update malformed: ")
+        assert scrape.value("railtrace_collector_gnmi_session_up", target="leaf1") == 1
+        assert scrape.value("railtrace_collector_gnmi_malformed_updates_total") >= 3
+
+    asyncio.run(main())
+
+
+def test_gnmi_fallbacks_and_odd_timestamps_are_counted_per_target(tmp_path: Path) -> None:
+    async def main() -> None:
+        state = SwitchState(capabilities=False, stamp_unit_ns=10**6)
+        server = await GnmiServer(state).start()
+        target = {
+            "name": "leaf1",
+            "address": server.address,
+            "insecure": True,
+            "sample_interval_s": 1.0,
+            "fallback_encoding": "JSON",
+        }
+        s = settings(tmp_path, "gnmi", gnmi=[target])
+        try:
+            async with collector(s, "gnmi") as client:
+                scrape = await client.until(
+                    lambda m: m.value("railtrace_collector_gnmi_messages_total") >= 4
+                )
+                status, doc = await client.health()
+        finally:
+            await server.stop()
+        fallbacks = "railtrace_collector_gnmi_capabilities_fallbacks_total"
+        assert scrape.value(fallbacks, target="leaf1") == 1
+        odd = "railtrace_collector_gnmi_odd_timestamps_total"
+        assert scrape.value(odd, target="leaf1", reason="ms") >= 4
+        assert scrape.value(odd, target="leaf1", reason="rejected") == 0
+        assert status == 200 and doc["targets"]["leaf1"]["state"] == "streaming"
 
     asyncio.run(main())
 

@@ -17,6 +17,7 @@ MODULES = [
     "railtrace.streams.logs.envplace",
     "railtrace.streams.scheduler.common",
     "railtrace.streams.telemetry.lldp",
+    "railtrace.streams.telemetry.stamps",
 ]
 
 

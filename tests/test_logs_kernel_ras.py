@@ -183,7 +183,7 @@ def test_fallen_off_the_bus_without_an_xid_over_three_lines_is_an_xid_79() -> No
     first and the loss on the last; no `Xid` appears anywhere."""
     lines = [
         real_lines("akash_244_dmesg_T_xid.log")[0],
-        *real_lines("nvsentinel_155_fallen_off_no_xid.log"),
+        *real_lines("nvsentinel_155_fallen_off_bus_without_xid.log"),
     ]
     facts, stats = parse_lines(lines, job_id=JOB, source="dmesg.log")
     (lost,) = of_type(facts, XidEvent)
@@ -247,7 +247,7 @@ def test_nvlink_xid_before_r575_keeps_severity_and_link_synthetic() -> None:
 
 def test_mlx5_port_state_lines_give_the_rdma_device_its_port_and_state() -> None:
     """leptonai/gpud#1209: the RDMA core's `mlx5_5: Port: 1 Link INIT`, then `ACTIVE`."""
-    facts, stats = parse_real("gpud_1209_mlx5_port_link_state.log", year_hint=2026)
+    facts, stats = parse_real("gpud_1209_journalctl_k_mlx5_ib_port_states.log", year_hint=2026)
     assert [(n.host, n.pci, n.netdev, n.port, n.state) for n in of_type(facts, NicEvent)] == [
         ("000-000-00000-1-gpu-1", "0000:ab:00.0", "mlx5_5", 1, "init"),
         ("000-000-00000-1-gpu-1", "0000:ab:00.0", "mlx5_5", 1, "up"),
@@ -291,7 +291,7 @@ def test_ras_mismatch_ranks_listed_after_a_higher_count_are_ahead() -> None:
 def test_ras_mismatch_ranks_listed_after_a_lower_count_are_behind() -> None:
     """NCCL's RAS documentation: 26 ranks at operation 6650, the 6 listed at 6649 (NCCL before
     2.26 compares `collective` operation counts as a whole)."""
-    facts, _ = parse_real("nccl_docs_ras_mismatch_behind_status_missing.log")
+    facts, _ = parse_real("nccl_docs_ras_mismatch_op_counts.log")
     counts = [r for r in sections(facts) if r.op_count is not None]
     assert [r.rank for r in counts] == [0, 2, 3, 4, 5, 7]
     assert {(r.operation, r.op_count, r.peer_count, r.standing) for r in counts} == {
@@ -300,7 +300,7 @@ def test_ras_mismatch_ranks_listed_after_a_lower_count_are_behind() -> None:
 
 
 def test_ras_status_mismatch_gives_each_listed_ranks_status() -> None:
-    facts, _ = parse_real("nccl_docs_ras_mismatch_behind_status_missing.log")
+    facts, _ = parse_real("nccl_docs_ras_finalize_status_mismatch.log")
     statuses = [(r.rank, r.status) for r in sections(facts) if r.status]
     assert statuses == [
         (0, "RUNNING"),
@@ -310,22 +310,20 @@ def test_ras_status_mismatch_gives_each_listed_ranks_status() -> None:
         (4, "FINALIZE"),
         (20, "FINALIZE"),
     ]
+    rows = [r for r in of_type(facts, RasReport) if r.section == "summary"]
+    assert [(r.comm, r.status, r.errors) for r in rows] == [
+        ("#0", "FINALIZE", "MISMATCH"),
+        ("#1", "RUNNING", "OK"),
+        ("#2", "INIT", "OK"),
+    ]
 
 
 def test_ras_missing_rank_and_process_are_read_and_the_timeout_warning_is_not() -> None:
-    facts, _ = parse_real("nccl_docs_ras_mismatch_behind_status_missing.log")
-    missing = [r for r in sections(facts) if r.section in ("INCOMPLETE", "DEAD")]
-    assert [(r.section, r.rank, r.host) for r in missing] == [
-        ("INCOMPLETE", None, "172.16.64.213"),
-        ("INCOMPLETE", 21, None),
-    ]
-    rows = [r for r in of_type(facts, RasReport) if r.section == "summary"]
-    assert [(r.status, r.errors) for r in rows] == [
-        ("RUNNING", "MISMATCH"),
-        ("FINALIZE", "MISMATCH"),
-        ("RUNNING", "OK"),
-        ("INIT", "OK"),
-        ("RUNNING", "INCOMPLETE"),
+    facts, _ = parse_real("nccl_docs_ras_incomplete_missing_rank_timeout.log")
+    assert [(r.section, r.rank, r.host, r.errors) for r in of_type(facts, RasReport)] == [
+        ("summary", None, None, "INCOMPLETE"),
+        ("INCOMPLETE", None, "172.16.64.213", ""),
+        ("INCOMPLETE", 21, None, ""),
     ]
 
 

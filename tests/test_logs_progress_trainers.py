@@ -1,15 +1,17 @@
-"""Step reports of NeMo, PyTorch Lightning, DeepSpeed and the Hugging Face Trainer -> Progress.
+"""Step reports of NeMo, PyTorch Lightning, DeepSpeed, the Hugging Face Trainer, nanoGPT,
+lit-llama and nanochat -> Progress.
 
 Lines marked SYNTHETIC are built from the trainers' format strings (tqdm's bar layout and its
-CR / cursor-up writes, NeMo's and DeepSpeed's log formats) where no public sample shows them.
+CR / cursor-up writes, NeMo's, DeepSpeed's, nanoGPT's and nanochat's log formats) where no
+public sample shows them.
 """
 
 from __future__ import annotations
 
 import pytest
-from logs_support import JOB, of_type, parse_real, utc_ns
+from logs_support import JOB, of_type, parse_real, real_lines, utc_ns
 
-from railtrace.streams.attribution.pace import Pace
+from railtrace.streams.attribution.pace import STEP_TIME, Pace, measure_of, pace_of
 from railtrace.streams.logs import LogParser, parse_lines
 from railtrace.streams.records import CollectiveTimeout, LogOrigin, Progress
 
@@ -129,6 +131,59 @@ def test_deepspeed_07_timer_gives_the_step_printed_after_the_epoch():
     ]
 
 
+def test_hf_trainer_bars_behind_a_line_counter_give_their_pace():
+    reports = progress("llamafactory_8261_line_numbered_hf_bars.log")
+    assert [(p.step, p.step_ms, p.total_steps, p.origin.line_no) for p in reports] == [
+        (10, 2830.0, 1752, 1),
+        (11, 2820.0, 1752, 2),
+        (12, 2790.0, 1752, 3),
+        (20, 2860.0, 1752, 5),  # the loss dict of line 4 behind the same counter is none
+    ]
+
+
+def test_nanogpt_iter_line_gives_its_iteration_and_the_iterations_time():
+    reports = progress("nanogpt_110_iter_loss_time.log")
+    assert [
+        (p.step, p.step_ms, p.tokens_per_s, p.total_steps, p.origin.line_no) for p in reports
+    ] == [
+        (1631, 561.94, None, None, 3),
+        (1632, 563.15, None, None, 4),
+        (1633, 562.11, None, None, 5),
+    ]
+
+
+def test_lit_llama_iter_line_gives_its_time_and_its_tokens_per_second_per_device():
+    (p,) = progress("lit_llama_380_port_error.log")
+    assert (p.step, p.step_ms, p.tokens_per_s, p.origin.line_no) == (83594, 6235.95, 1771.0, 1)
+
+
+def test_nanochat_step_line_gives_dt_tok_per_sec_and_the_last_step_it_will_print():
+    reports = progress("nanochat_147_step_dt_tok_per_sec.log")
+    # nanochat counts steps from 0: of 21400 steps the last it prints is 21399.
+    assert [(p.step, p.step_ms, p.tokens_per_s, p.total_steps) for p in reports] == [
+        (4, 989.44, 529_882.0, 21399),
+        (5, 991.09, 529_000.0, 21399),
+        (6, 992.91, 528_029.0, 21399),
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nanogpt_110_iter_loss_time.log",
+        "lit_llama_380_port_error.log",
+        "nanochat_147_step_dt_tok_per_sec.log",
+        "llamafactory_8261_line_numbered_hf_bars.log",
+    ],
+)
+def test_the_pace_check_measures_these_reports_by_their_step_time(name: str):
+    reports = progress(name)
+    assert reports
+    for p in reports:
+        assert measure_of(p) == STEP_TIME
+        assert pace_of(p, STEP_TIME) == p.step_ms
+
+
 # -- carriage returns: many renders, one line ----------------------------------------------------
 
 
@@ -195,6 +250,36 @@ def test_trainer_bar_variants_give_their_pace(line: str, step: int, step_ms: flo
 
 
 @pytest.mark.parametrize(
+    ("line", "step", "step_ms", "tokens_per_s", "total"),
+    [
+        # nanoGPT since it prints its MFU
+        ("iter 200: loss 5.1234, time 105.23ms, mfu 38.12%", 200, 105.23, None, None),
+        # a fork printing its learning rate between
+        ("iter 200: loss 5.1234, lr 6.00e-04, time 105.23ms, mfu 38.12%", 200, 105.23, None,
+         None),
+        # nanochat's midtraining prints no total
+        ("step 00004 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | "
+         "mfu: 74.13 | total time: 0.00m", 4, 989.44, 529_882.0, None),
+        # build-nanogpt: the step alone, padded, and tok/sec with decimals
+        ("step     4 | loss: 9.640625 | lr 3.0000e-04 | norm: 8.2734 | dt: 320.54ms | "
+         "tok/sec: 1635616.73", 4, 320.54, 1_635_616.73, None),
+    ],
+)  # fmt: skip
+def test_nanogpt_and_nanochat_line_variants_give_their_pace(
+    line: str, step: int, step_ms: float, tokens_per_s: float | None, total: int | None
+):
+    facts, stats = parse([line])  # SYNTHETIC, from the trainers' format strings
+    (p,) = of_type(facts, Progress)
+    assert (p.step, p.step_ms, p.tokens_per_s, p.total_steps) == (
+        step,
+        step_ms,
+        tokens_per_s,
+        total,
+    )
+    assert stats.dead_letters == []
+
+
+@pytest.mark.parametrize(
     ("line", "step_ms"),
     [
         # Lightning 2 prints it/s only: 0.01it/s for a 140 s step; elapsed / n says 140 s.
@@ -253,12 +338,33 @@ def test_lightning_step_count_restarts_each_epoch_and_every_epoch_still_reports(
         "[2026-05-18 16:04:46,338] [INFO] [logging.py:128:log_dist] [Rank 0] step=10, skipped=0, "
         "lr=[0.0001], mom=[(0.9, 0.95)]",
         "[2026-05-18 16:04:46,338] [INFO] [timer.py:189:stop] 0/40, SamplesPerSec=83.48",
+        "step 250: train loss 4.1234, val loss 4.2345",  # nanoGPT's evaluation
+        "Step 00250 | Validation bpb: 0.812345",  # nanochat's evaluation
+        "Step 02000 | CORE metric: 0.1234",
+        "[12] Loading checkpoint shards:  50%|█████     | 2/4 [00:05<00:05,  2.50s/it]",
     ],
 )
 def test_a_line_that_only_looks_like_a_trainers_yields_nothing_and_no_dead_letter(line: str):
     facts, stats = parse([line])
     assert facts == []
     assert (stats.malformed, stats.skipped) == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "index"),
+    [
+        ("nccl_tests_244_two_hosts_plugin_lines.log", 0),  # `step: 2(factor) ... iters: 20`
+        ("nccl_tests_291_v2251_socket_init_ras_listen.log", 0),  # `step: 1048576(bytes)`
+        ("deepspeed_1825_running_average_only.log", 0),  # `step=40, skipped=2, lr=[...]`
+        ("deepspeed_3742_timer_step_and_megatron_ds.log", 1),  # `time (ms) | forward_microstep:`
+        ("vllm_2734_ray_pt21_vllm_info_stamp.log", 0),  # `Avg prompt throughput: 0.0 tokens/s`
+        ("llamafactory_8261_line_numbered_hf_bars.log", 3),  # `[1757] {'loss': 0.0, ...}`
+    ],
+)
+def test_real_lines_of_other_tools_with_steps_iters_or_times_are_no_report(name: str, index: int):
+    facts, stats = parse([real_lines(name)[index].decode()])
+    assert of_type(facts, Progress) == []
+    assert stats.dead_letters == []
 
 
 @pytest.mark.parametrize(
@@ -274,6 +380,11 @@ def test_a_line_that_only_looks_like_a_trainers_yields_nothing_and_no_dead_lette
         "Epoch 0:   1%|          | 11/2000 [00:22<1:06:18, reduced_train_loss=2.5, "
         "train_step_timing in s=fast]",
         "  1%|          | 11/1000 [00:22<33:00,  nans/it]",
+        "iter 11: loss 3.9841, time nanms",
+        "iter 11: loss 3.9841, time 0.56s, mfu 38.12%",
+        "iter 11: loss 1.9491, time: 6235.95ms, speed: -1 toks/s/device",
+        "step 00011/21400 (0.05%) | loss: 8.1 | lrm: 1.00 | dt: 0.99s | tok/sec: 529,000",
+        "step 00011/21400 (0.05%) | loss: 8.1 | lrm: 1.00 | dt: 990.12ms | tok/sec: n/a",
     ],
 )
 def test_a_trainers_line_whose_pace_cannot_be_read_is_a_dead_letter(broken: str):
@@ -302,3 +413,23 @@ def test_bar_renders_judged_against_the_jobs_own_pace_show_a_slowdown():
     assert changes.index(True) == 14  # the third slow report
     assert pace.slow_since() == utc_ns(2026, 5, 18, 16, 12, 0)
     assert pace.normal == 5000.0
+
+
+def test_nanochat_reports_show_a_slowdown_and_its_last_printed_step_ends_the_run():
+    # The real line, shipper-stamped once a minute and renumbered up to the run's last step;
+    # the job slows down from 989 ms to 1.4 s a step after twelve reports.
+    real = real_lines("nanochat_147_step_dt_tok_per_sec.log")[0].decode()
+    lines = []
+    for minute in range(16):
+        line = real.replace("step 00004/", f"step {21384 + minute:05d}/")
+        if minute >= 12:
+            line = line.replace("dt: 989.44ms", "dt: 1400.00ms")
+        lines.append(f"2026-05-18T16:{minute:02d}:00Z {line}")
+    parser = LogParser(JOB, SOURCE, 2026)
+    pace = Pace()
+    changes = [pace.add(p) for line in lines for p in of_type(parser.feed(line), Progress)]
+    assert changes.index(True) == 14  # the third slow report
+    assert (pace.normal, pace.slow_since()) == (989.44, utc_ns(2026, 5, 18, 16, 12, 0))
+    # Step 21399 of 21400 was its last: the silence after it is no stall.
+    assert pace.finished
+    assert pace.stopped(utc_ns(2026, 5, 18, 18, 0, 0)) is None

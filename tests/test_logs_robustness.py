@@ -155,10 +155,10 @@ def test_every_real_sample_parses_without_dead_letters(name: str) -> None:
     assert stats.dead_letters == []
 
 
-def test_sources_md_names_every_real_sample_and_its_thread() -> None:
+def test_sources_md_names_every_real_sample_and_its_thread_or_doc_page() -> None:
     sources = (REAL / "SOURCES.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"`([\w.\-]+\.log)`", sources))
     assert listed == {p.name for p in REAL.glob("*.log")}
     for name in listed:
         block = sources.split(f"`{name}`", 1)[1].split("\n`", 1)[0]
-        assert "https://github.com/" in block, name
+        assert re.search(r"https://(github\.com|docs\.nvidia\.com)/", block), name

@@ -44,6 +44,24 @@ STAMPS = [
         utc_ns(2024, 3, 21, 2, 7, 8, 408_271_257),
     ),
     (
+        "vLLM logger's month-day stamp takes year_hint",
+        _line("vllm_2734_ray_pt21_vllm_info_stamp.log", 0),
+        2024,
+        utc_ns(2024, 2, 3, 13, 14, 4),
+    ),
+    (
+        "vLLM logger's stamp at ERROR behind a log viewer's gutter",
+        _line("vllm_6042_pipe_prefix_pt23_untimed.log", 0),
+        2024,
+        utc_ns(2024, 7, 1, 13, 54, 43),
+    ),
+    (
+        "SYNTHETIC: vLLM's later [file:line] behind its worker process tag",
+        "(VllmWorker rank=0 pid=2417) WARNING 05-18 16:04:46 [core.py:88] x",
+        2026,
+        utc_ns(2026, 5, 18, 16, 4, 46),
+    ),
+    (
         "c10 prefix without its bracket (W703)",
         _line("nccl_1762_ras_incomplete.log", 0),
         2025,

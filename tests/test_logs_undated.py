@@ -174,9 +174,10 @@ def test_a_replay_places_no_fact_at_the_epoch_and_counts_what_it_could_not_date(
 
 
 def test_a_watchdog_line_without_time_after_a_stamped_one_is_kept() -> None:
-    """`deim_105`: PyTorch 2.3's `[E ProcessGroupNCCL.cpp:1316]` lines carry no time; in a file
-    with an earlier stamp they are dated by it, and the heartbeat abort is kept."""
-    lines = [real_lines(STAMPED)[0], *real_lines("deim_105_heartbeat_monitor_untimed.log")]
+    """`llamafactory_6953`: PyTorch 2.3's `[E ProcessGroupNCCL.cpp:1316]` lines carry no
+    time; in a file with an earlier stamp they are dated by it, and the heartbeat abort is
+    kept."""
+    lines = [real_lines(STAMPED)[0], *real_lines("llamafactory_6953_heartbeat_monitor_pt23.log")]
     facts, _ = parse_lines(lines, job_id=JOB, source="rank.log", year_hint=2024)
     (abort,) = [s for s in of_type(facts, WatchdogState) if s.kind == "heartbeat"]
     assert (abort.ts_ns > 0, abort.origin.dated_by) == (True, "line 1")

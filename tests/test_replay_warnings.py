@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ H = 3600 * 10**9
 NOW = 1_780_000_000 * 10**9
 
 
-def _report(**kw: int) -> ReplayReport:
+def _report(**kw: object) -> ReplayReport:
     base = {"telemetry_values": 10, "facts": 5, "gnmi_files": 1, "log_files": 1}
     return ReplayReport(**{**base, **kw})
 
@@ -39,9 +40,11 @@ def test_a_capture_with_telemetry_and_logs_stamped_in_the_past_warns_of_nothing(
         ),
         ({"last_event_ns": NOW + 2 * H}, "2.0 hours after this machine's clock"),
         ({"last_event_ns": NOW + 400 * 24 * H}, "400 days after this machine's clock"),
+        ({"retimed_stamps": Counter({"ms": 4, "s": 1})}, "(4 in ms, 1 in s) were read in that"),
+        ({"pathless_values": 6}, "6 telemetry values had no path"),
     ],
 )
-def test_each_missing_input_or_clock_ahead_is_one_warning(kw: dict[str, int], says: str) -> None:
+def test_each_missing_input_or_clock_ahead_is_one_warning(kw: dict[str, object], says: str) -> None:
     (warning,) = warnings(_report(**kw), NOW)
     assert says in warning
 

@@ -486,3 +486,66 @@ def test_a_list_entry_keyed_by_a_subtree_is_a_bad_value_and_its_neighbours_are_k
     values = decoder.feed_text(message + "\n", "f.json")
     assert [(v.interface, v.value) for v in values] == [("swp1", 9)]
     assert decoder.stats.bad_values == 1
+
+
+# -- stamps in another unit than ns, and paths gnmic could not print -------------------------------
+
+_IN_OCTETS = (
+    '"updates":[{"Path":"interfaces/interface[name=swp1]/state/counters/in-octets",'
+    '"values":{"interfaces/interface/state/counters/in-octets":"7"}}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "unit"),
+    [
+        (1_700_000_000_123_456, "us"),
+        (1_700_000_000_123, "ms"),
+        (1_700_000_000, "s"),
+    ],
+)
+def test_a_stamp_in_us_ms_or_s_is_read_in_its_unit_and_counted_not_filed_in_1970(
+    stamp: int, unit: str
+) -> None:
+    """Read as ns, each of these is a moment of January 1970."""
+    json_format = '{"source":"leaf1","timestamp":' + str(stamp) + "," + _IN_OCTETS
+    event_format = orjson.dumps(
+        {
+            "timestamp": stamp,
+            "tags": {"source": "leaf1", "interface_name": "swp1"},
+            "values": {"/interfaces/interface/state/counters/in-octets": 7},
+        }
+    ).decode()
+    decoder = GnmicDecoder()
+    values = decoder.feed_text(json_format + "\n" + event_format + "\n", "f.json")
+    factor = {"us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}[unit]
+    assert [(v.ts_ns, v.value) for v in values] == [(stamp * factor, 7)] * 2
+    assert values[0].ts_ns // 10**9 == 1_700_000_000  # November 2023
+    assert decoder.stats.retimed == {unit: 2}
+    assert decoder.stats.dead_letter_count == 0
+
+
+def test_a_stamp_of_a_clock_never_set_is_a_dead_letter_not_1970() -> None:
+    """Three days after the epoch in ns: between the units' ranges, so no unit makes it a time
+    railtrace can trust; it used to be stored as 1970-01-04."""
+    decoder = GnmicDecoder()
+    text = '{"source":"leaf1","timestamp":' + str(3 * 86_400 * S) + "," + _IN_OCTETS
+    assert decoder.feed_text(text + "\n", "f.json") == []
+    (dead,) = decoder.stats.take_dead_letters()
+    assert "no time from 2000 to 2106" in dead.reason
+    assert not decoder.stats.retimed
+
+
+def test_a_leaf_gnmic_printed_without_a_path_is_counted_pathless_not_unknown() -> None:
+    """gnmic prints a Path that has only the deprecated `element` field as "/" (and its values
+    key as ""): openconfig's reference fake target sends nothing else. Nothing can name the
+    leaf again, but it is counted as what it is rather than as a leaf railtrace has no use for.
+    """
+    message = {
+        "source": "leaf1",
+        "timestamp": T,
+        "updates": [{"Path": "/", "values": {"": 1000}}],
+    }
+    stats = DecodeStats()
+    assert decode_message(message, stats) == []
+    assert (stats.pathless, stats.unknown_paths) == (1, 0)

@@ -66,8 +66,8 @@ def cabled_fabric(
     plan: CablePlan, differences: Iterable[CablingDifference], planned: Fabric
 ) -> Fabric | None:
     """The fabric as cabled, with its notes; None when nothing is miswired (the plan holds).
-    What was read beside the plan (`planned`'s NIC addresses, its GPU-to-NIC maps) holds for
-    the cabled fabric too: a swapped cable moves no GPU."""
+    What was read beside the plan (`planned`'s NIC addresses, its GPU-to-NIC maps, its GID
+    tables) holds for the cabled fabric too: a swapped cable moves no GPU and no GID."""
     built, notes = as_built(plan, differences)
     if not notes:
         return None
@@ -75,4 +75,5 @@ def cabled_fabric(
     fabric.as_built = notes
     fabric.gpu_nics = dict(planned.gpu_nics)
     fabric.default_gpu_nics = planned.default_gpu_nics
+    fabric.gid_nic = dict(planned.gid_nic)
     return fabric

@@ -22,6 +22,7 @@ import networkx as nx
 from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import IF_OF, RAIL, ROLE, TIER, Role
 from railtrace.topology.cabling import CablePlan
+from railtrace.topology.gids import address_of_gid, gid_key
 from railtrace.topology.gpunics import GpuNics
 
 #: RDMA device names as the kernel and NCCL print them (Mellanox/NVIDIA, Broadcom, Intel,
@@ -68,6 +69,8 @@ class Fabric:
     #: Which NICs each GPU sends through (`gpunics`), per host, and for hosts not named.
     gpu_nics: dict[str, GpuNics] = field(default_factory=dict)
     default_gpu_nics: GpuNics | None = None
+    #: RoCE GID (`gids.gid_key`) -> its NIC, from the hosts' `show_gids` tables.
+    gid_nic: dict[str, Endpoint] = field(default_factory=dict)
     # device -> its cabled ports and their links, indexed on first use (see `ports`)
     _device_ports: dict[str, list[tuple[Endpoint, str]]] | None = field(
         default=None, repr=False, compare=False
@@ -112,6 +115,25 @@ class Fabric:
             return cabled
         used = tuple(n for n in cabled if n in near)
         return used or cabled
+
+    def nic_of_gid(self, gid: str) -> Endpoint | None:
+        """The NIC a RoCE GID belongs to: by the hosts' GID tables, else by the address it
+        stands for in hosts.csv; None when neither knows it (see `gids`).
+
+        >>> from railtrace.topology.cabling import Cable
+        >>> f = build_fabric(CablePlan([Cable(Endpoint("n1", "mlx5_0"), Endpoint("sw", "p1"))]),
+        ...                  {"10.0.0.1": Endpoint("n1", "mlx5_0")})
+        >>> f.nic_of_gid("::ffff:10.0.0.1"), f.nic_of_gid("::ffff:10.0.0.9")
+        (Endpoint(device='n1', interface='mlx5_0'), None)
+        """
+        key = gid_key(gid)
+        if key is None:
+            return None
+        nic = self.gid_nic.get(key)
+        if nic is not None:
+            return nic
+        address = address_of_gid(key)
+        return None if address is None else self.address_of.get(address)
 
     def host_link(self, nic: Endpoint) -> str | None:
         """The link id of the cable from a host NIC to its leaf."""

@@ -43,7 +43,8 @@ def get_timeline(
     happened on the links its verdict weighed, from before the stall until the verdict."""
     verdict = store.get_verdict(job_id)
     facts = store.job_facts_of(job_id, EVENT_FACT_KINDS)
-    lines = [e for f in facts if (e := evidence.of_fact(f)) is not None]
+    fabric = request.app.state.fabric
+    lines = [e for f in facts if (e := evidence.of_fact(f, fabric)) is not None]
     if verdict is None and not lines:
         raise HTTPException(
             status_code=404,

@@ -6,7 +6,8 @@ A collector is not healthy when (each rule names itself in `problems`):
   dropping, the oldest samples;
 - `delivery`: sending to Kafka has failed for longer than the grace period without a success;
 - `targets`: it has targets (gNMI targets, SNMP agents) and none has been up for longer than
-  the grace period: for gNMI none is streaming, for SNMP no agent answered its last poll.
+  the grace period: for gNMI none is streaming usable updates (a stream whose every update is
+  malformed counts as down, state `malformed`), for SNMP no agent answered its last poll.
 
 One target down is a fact about that target (its `*_up` metric and its entry here), not about
 the collector. The log and Xid collectors have no targets: only the first two rules apply.

@@ -46,9 +46,20 @@ GNMI_COUNTERS = (
     ),
     ("notifications", "gnmi_notifications", "Notifications received from the target."),
     ("updates", "gnmi_updates", "Updates received, summed over the notifications."),
-    ("malformed_updates", "gnmi_malformed_updates", "Updates dropped: no path or bad value."),
+    (
+        "malformed_updates",
+        "gnmi_malformed_updates",
+        "Updates dropped: no path, a bad value, or a timestamp that is no time.",
+    ),
     ("messages", "gnmi_messages", "Messages emitted for the target (one per notification)."),
+    (
+        "capabilities_fallbacks",
+        "gnmi_capabilities_fallbacks",
+        "Sessions subscribed with the fallback encoding: Capabilities answered UNIMPLEMENTED.",
+    ),
 )
+#: The reasons of `gnmi_odd_timestamps_total`, each always reported (0 until seen).
+GNMI_ODD_TIMESTAMPS = ("us", "ms", "s", "missing", "rejected")
 SNMP_COUNTERS = (
     ("successes", "snmp_poll_successes", "Polls the agent answered in full."),
     ("failures", "snmp_poll_failures", "Polls that failed, timeouts included."),
@@ -256,6 +267,17 @@ def gnmi_families(role: str, collector: GnmiCollector) -> Iterator[Metric]:
         up.add_metric([role, s.name], s.state == "streaming")
     yield up
     yield from counters(GNMI_COUNTERS, ["role", "target"], (([role, s.name], s) for s in statuses))
+    odd = CounterMetricFamily(
+        PREFIX + "gnmi_odd_timestamps",
+        "Notifications not stamped in ns since the epoch, by reason: `us`, `ms`, `s` (read in "
+        "that unit), `missing` (0: stamped when received), `rejected` (no time from 2000 to "
+        "2106 in any unit: dropped, its updates counted malformed).",
+        labels=["role", "target", "reason"],
+    )
+    for s in statuses:
+        for reason in GNMI_ODD_TIMESTAMPS:
+            odd.add_metric([role, s.name, reason], s.odd_timestamps[reason])
+    yield odd
 
 
 def snmp_families(role: str, poller: SnmpPoller, traps: TrapReceiver | None) -> Iterator[Metric]:

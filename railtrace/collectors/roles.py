@@ -45,15 +45,20 @@ def build(name: str, config: CollectSettings, emit: Emit, metrics: m.CollectorMe
 
 
 def _gnmi(config: CollectSettings, emit: Emit, metrics: m.CollectorMetrics) -> Role:
-    from railtrace.collectors.gnmi import GnmiCollector
+    from railtrace.collectors.gnmi import GnmiCollector, TargetStatus
 
     collector = GnmiCollector(config.gnmi, emit)
 
+    def state(s: TargetStatus) -> TargetState:
+        # A stream whose every update is malformed delivers nothing: the target is down for
+        # the health rules from its first such update, whatever its session says.
+        if s.state == "streaming" and s.malformed_since is not None:
+            error = f"every update malformed: {s.malformed_reason}"
+            return TargetState(s.malformed_since, "malformed", error)
+        return TargetState(s.down_since, s.state, s.last_error)
+
     def targets() -> dict[str, TargetState]:
-        return {
-            s.name: TargetState(s.down_since, s.state, s.last_error)
-            for s in (session.status for session in collector.sessions)
-        }
+        return {session.status.name: state(session.status) for session in collector.sessions}
 
     return Role(collector.run, lambda: m.gnmi_families(metrics.role, collector), targets)
 

@@ -1,7 +1,8 @@
 """Reading a capture directory: what an engineer collected around an incident.
 
 Layout (formats as the tools write them): `cables.csv` (NetBox cable import), optional
-`hosts.csv` (NIC addresses), `gnmi/*.json|*.jsonl` (gnmic file output, json or event format),
+`hosts.csv` (NIC addresses), `gids/<host>.txt` (`show_gids` of a host: its NICs' RoCE GIDs),
+`gnmi/*.json|*.jsonl` (gnmic file output, json or event format),
 `logs/<job_id>/*` (ranks' stdout/stderr and hosts' kernel logs), `scheduler/*` (what Slurm or
 Kubernetes printed about where the jobs ran: `scontrol show job -d`, `squeue --json`,
 `sacct --json`, `kubectl get pods -o json`, any file name). A missing cabling plan is an
@@ -17,6 +18,7 @@ from pathlib import Path
 from railtrace.streams.records import Endpoint, valid_job_id
 from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
 from railtrace.topology.fabric import Fabric, build_fabric
+from railtrace.topology.gids import gid_table
 from railtrace.topology.gpunics import GpuNicRule, TopoError, parse_topo_matrix, rule_for
 
 GNMI_SUFFIXES = (".json", ".jsonl")
@@ -71,6 +73,7 @@ def open_capture(root: Path, gpu_nic_rules: Sequence[GpuNicRule] = ()) -> Captur
         addresses, host_errors = parse_hosts_csv(hosts.read_text(errors="replace"))
         errors.extend(host_errors)
     fabric = build_fabric(plan, addresses)
+    errors.extend(_read_gids(root / "gids", fabric))
     errors.extend(_read_gpu_nics(root / "gpu-nics", fabric))
     errors.extend(_apply_gpu_nic_rules(gpu_nic_rules, fabric))
     gnmi_dir = root / "gnmi"
@@ -96,6 +99,23 @@ def open_capture(root: Path, gpu_nic_rules: Sequence[GpuNicRule] = ()) -> Captur
         p for p in scheduler_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
     )
     return Capture(root, fabric, errors, gnmi, logs, scheduler, plan, skipped)
+
+
+def _read_gids(folder: Path, fabric: Fabric) -> list[str]:
+    """`gids/<host>.txt`, each host's `show_gids` output, onto the fabric: what maps the RoCE
+    GIDs of NCCL's errors to NICs beyond the addresses hosts.csv gives. Returns what was
+    ignored, and why."""
+    if not folder.is_dir():
+        return []
+    tables: dict[str, str] = {}
+    errors: list[str] = []
+    for path in sorted(folder.glob("*.txt")):
+        if path.stem not in fabric.host_nics:
+            errors.append(f"gids/{path.name}: {path.stem!r} is not a cabled host; ignored")
+            continue
+        tables[path.stem] = path.read_text(errors="replace")
+    fabric.gid_nic, bad = gid_table(tables)
+    return errors + bad
 
 
 def _read_gpu_nics(folder: Path, fabric: Fabric) -> list[str]:

@@ -87,6 +87,10 @@ class ReplayReport:
     link_events: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     unknown_paths: int = 0
+    #: Telemetry messages stamped in another unit than ns, by unit, read in that unit.
+    retimed_stamps: Counter[str] = field(default_factory=Counter)
+    #: Values at an empty path (gnmic's print of a deprecated `Path.element` path).
+    pathless_values: int = 0
     unknown_interfaces: int = 0
     plan_errors: list[str] = field(default_factory=list)
     #: What of the capture was left out, and why (see `Capture.skipped`).
@@ -180,6 +184,8 @@ def _decode(
         tick("decode", 1, files)
     report.telemetry_values = decoder.stats.values
     report.unknown_paths = decoder.stats.unknown_paths
+    report.retimed_stamps = decoder.stats.retimed
+    report.pathless_values = decoder.stats.pathless
     year = year_hint(capture)
     named = SourceHosts(capture.fabric.hosts())
     started = time.perf_counter()
@@ -352,6 +358,18 @@ def warnings(report: ReplayReport, now_ns: int) -> list[str]:
         out.append(
             f"the {report.scheduler_files} files in scheduler/ gave no job placement (see the "
             "scheduler dead letters): jobs are placed from their NCCL INFO lines only"
+        )
+    if report.retimed_stamps:
+        units = ", ".join(f"{n} in {u}" for u, n in sorted(report.retimed_stamps.items()))
+        out.append(
+            f"telemetry messages stamped in another unit than gNMI's nanoseconds ({units}) were "
+            "read in that unit: a switch OS that stamps so is timed right, not in 1970"
+        )
+    if report.pathless_values:
+        out.append(
+            f"{report.pathless_values} telemetry values had no path (gnmic prints a switch's "
+            "deprecated gNMI `Path.element` paths as `/`): they are lost; collect such a switch "
+            "with `railtrace collect gnmi`, which reads those paths"
         )
     ahead = report.last_event_ns - now_ns
     if ahead > FUTURE_SLACK_NS:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from railtrace.streams.attribution import evidence as as_evidence
+from railtrace.streams.attribution.corroboration import corroborated
 from railtrace.streams.attribution.history import LinkEventSource, LinkHistory
 from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.pace import Pace
@@ -486,36 +487,9 @@ class Correlator:
         return decided
 
     def _corroborated(self, view: JobView) -> dict[str, int]:
-        """Links between a host that reported a transport error and the peer it named, with
-        the time of the first such error.
-
-        The pair's paths come from the job's channels; without them (NCCL_DEBUG at WARN or
-        unset prints none) the reporting host is taken to use the NIC on the peer NIC's rail,
-        as NCCL does on a rail-optimized fabric, so the uplinks between the two leaves are on
-        the named pair's path too and not only the peer's own cable."""
-        first: dict[str, int] = {}
-        flows = view.flows(self.fabric)
-        fabric = self.fabric
-        for err in sorted(view.net_errors, key=lambda e: e.ts_ns):
-            if err.peer is None:
-                continue
-            peer_nic = fabric.address_of.get(err.peer)
-            peer_host = peer_nic.device if peer_nic is not None else err.peer
-            links: set[str] = set()
-            for a, b in flows:
-                ends = {a.device, b.device}
-                if ends == {err.host, peer_host} and (peer_nic is None or peer_nic in (a, b)):
-                    links.update(self.paths.flow_links(a, b))
-            if not links and peer_nic is not None and peer_host != err.host:
-                rail = fabric.nic_rail.get(peer_nic)
-                local = fabric.rail_nic.get((err.host, rail)) if rail is not None else None
-                if local is not None:
-                    links.update(self.paths.flow_links(Endpoint(err.host, local), peer_nic))
-            if peer_nic is not None and (lid := fabric.link_at.get(peer_nic)) is not None:
-                links.add(lid)
-            for lid in links:
-                first.setdefault(lid, err.ts_ns)
-        return first
+        """Links the job's own transport errors point at (see `corroboration`), with the
+        time of the first such error."""
+        return corroborated(view.net_errors, view.flows(self.fabric), self.fabric, self.paths)
 
     # -- output and state -------------------------------------------------------------------
 

@@ -7,9 +7,11 @@ shows all of them, so what a verdict says and what the timeline shows cannot dis
 
 from __future__ import annotations
 
+from railtrace.streams.attribution.corroboration import local_nic
 from railtrace.streams.attribution.watchdog import Behind
 from railtrace.streams.records import (
     CollectiveTimeout,
+    ErrorSide,
     Evidence,
     JobFact,
     LinkEvent,
@@ -20,6 +22,7 @@ from railtrace.streams.records import (
     WatchdogState,
     XidEvent,
 )
+from railtrace.topology.fabric import Fabric
 
 #: Detail text is cut here: a log line can be long, a verdict is read on a phone.
 MAX_DETAIL = 300
@@ -49,8 +52,37 @@ def timeout(t: CollectiveTimeout) -> Evidence:
     )
 
 
-def net_error(e: NetError) -> Evidence:
-    return Evidence(e.ts_ns, "nccl", e.kind, e.host, e.detail[:MAX_DETAIL] + _dated(e.origin))
+def net_error(e: NetError, fabric: Fabric | None = None) -> Evidence:
+    """The line as NCCL printed it, after what was read from it: the side and status (or the
+    async event), and with a `fabric` the NIC that reported it, so an engineer sees at once
+    whether the error is held against a link and which cable it is about."""
+    return Evidence(
+        e.ts_ns,
+        "nccl",
+        e.kind,
+        e.host,
+        f"{_read(e, fabric)}{e.detail}"[:MAX_DETAIL] + _dated(e.origin),
+    )
+
+
+def _read(e: NetError, fabric: Fabric | None) -> str:
+    parts: list[str] = []
+    side = "side unknown" if e.side is ErrorSide.UNKNOWN else f"{e.side}-side"
+    if e.completion is not None:
+        c = e.completion
+        parts.append(f"{c.status_name or 'status'}({c.status}), {side}")
+    elif e.async_event is not None:
+        a = e.async_event
+        on = f" on {a.hca}:{a.port}" if a.hca and a.port is not None else ""
+        parts.append(f"async event '{a.event}'{on}, {side}")
+    if fabric is not None:
+        nic = local_nic(e, fabric)
+        gid = e.completion.local_gid if e.completion is not None else ""
+        if nic is not None:
+            parts.append(f"NIC {nic.device}:{nic.interface}")
+        elif gid:
+            parts.append(f"localGid {gid} maps to no NIC")
+    return f"[{'; '.join(parts)}] " if parts else ""
 
 
 def ras(r: RasReport) -> Evidence:
@@ -143,13 +175,14 @@ def pfc_source(ts_ns: int, link_id: str, why: str) -> Evidence:
     return Evidence(ts_ns, "gnmi", "pfc-source", link_id, why)
 
 
-def of_fact(fact: JobFact) -> Evidence | None:
+def of_fact(fact: JobFact, fabric: Fabric | None = None) -> Evidence | None:
     """The timeline line of a job fact that is an event; None for the job's structure (ranks,
-    channels, NICs), which explains a verdict but did not happen at a moment."""
+    channels, NICs), which explains a verdict but did not happen at a moment. `fabric`, when
+    known, names the NIC of a transport error as the verdict does."""
     if isinstance(fact, CollectiveTimeout):
         return timeout(fact)
     if isinstance(fact, NetError):
-        return net_error(fact)
+        return net_error(fact, fabric)
     if isinstance(fact, RasReport):
         return ras(fact)
     if isinstance(fact, XidEvent):

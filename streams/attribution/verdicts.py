@@ -210,7 +210,8 @@ def _link_candidate(
                 "nccl",
                 "peer-error",
                 lid,
-                "an NCCL transport error names the peer across this link",
+                "an NCCL transport error on the wire's side names the pair (or the NIC) "
+                "whose traffic crosses this link",
             )
         )
     if obs.paths_inferred:  # last, so no boost's cap can undo it
@@ -249,7 +250,7 @@ def _node_candidates(
     ]
 
 
-def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
+def _hang_evidence(view: JobView, upto_ns: int | None, fabric: Fabric) -> list[Evidence]:
     def by_origin(
         f: CollectiveTimeout | NetError | RasReport | WatchdogState,
     ) -> tuple[int, str, int]:
@@ -267,7 +268,7 @@ def _hang_evidence(view: JobView, upto_ns: int | None) -> list[Evidence]:
             as_evidence.ranks_behind(b, _rank_hosts(view, b.ranks, said))
             for b in ranks_behind(said)
         ]
-        + [as_evidence.net_error(e) for e in errors[:3]]
+        + [as_evidence.net_error(e, fabric) for e in errors[:3]]
         + [as_evidence.ras(r) for r in ras[:2]]
         + [as_evidence.watchdog(w) for w in aborts[:1]]
     )
@@ -405,7 +406,7 @@ def build_verdict(
     )
     best = candidates[0] if candidates else None
     runner_up = candidates[1].score if len(candidates) > 1 else 0.0
-    evidence = [*pace_evidence, *_hang_evidence(view, upto_ns)]
+    evidence = [*pace_evidence, *_hang_evidence(view, upto_ns, fabric)]
     sure = 0.0 if best is None else confidence(best.score, runner_up)
     if best is None or best.score < judging.min_blame_score or sure < judging.min_confidence:
         return Verdict(

@@ -31,15 +31,24 @@ from ..records import (
     RasReport,
 )
 from .common import Malformed, peer_address, remember
-from .netmsg import classify
+from .netmsg import read
 
 # The host is matched leniently (any run of name characters) because wrappers glue text in
-# front of it (`[1,0]<stdout>:host:...`, `worker-0: host:...`) and users redact it (`...-48`).
-# Some captures drop `:pid:tid`; those lines are kept with pid 0.
+# front of it (`[1,0]<stdout>:host:...`, `worker-0: host:...`) and users redact it (`...-48`,
+# `***`, `<hostname>`); a host right after another `:` is a pid or tid of a prefix that could
+# not be read, unless the colon ends an mpirun tag (`<stdout>:`). Some captures drop
+# `:pid:tid`; those lines are kept with pid 0. The `file:line` token is any one word: pastes
+# turn it into a markdown link (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`).
 _PREFIX = re.compile(
-    r"(?<![\w.\-])([\w.\-]+)(?::(\d+):(\d+))? \[-?\d+\] "
-    r"(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (INFO|WARN) ?"
+    r"(?:(?<![\w.\-:*])|(?<=>:))(<[\w.\-]+>|[\w.\-]*\*[\w.*\-]*|[\w.\-]+)"
+    r"(?::(\d+):(\d+))? \[(-?\d+)\] (?:\S+ (?:\([^)]*\) )?)?NCCL (INFO|WARN) ?"
 )
+# A line whose prefix was cut off or pasted without it: `[3] NCCL WARN ...`, `NCCL WARN ...`.
+_BARE = re.compile(r"(?:(?<=\s)|^)(?:\[(-?\d+)\] )?(?:\S+ )?NCCL (INFO|WARN) ?")
+_REDACTED = re.compile(r"<[^>]*>|.*\*.*")
+# `[text](http://text/)`: what a paste into a markdown editor makes of `net_ib.cc:101` or an
+# address, undone so the message reads as NCCL printed it.
+_LINK = re.compile(r"\[([^\]\s]+)\]\((?:https?://)?\1/?\)")
 _COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
 _CUDA_DEV = re.compile(r"\bcudaDev (-?\d+)")
 _BUS_ID = re.compile(r"\bbusId (?:0x)?([0-9a-fA-F]+)")
@@ -71,22 +80,50 @@ MAX_COMMUNICATORS = 2048
 
 @dataclass(frozen=True, slots=True)
 class NcclLine:
-    """The parsed prefix of an NCCL log line and the message that follows it."""
+    """The parsed prefix of an NCCL log line and the message that follows it.
+
+    `host` is "" when the prefix was missing or redacted (the parser lends the file's host);
+    `cuda_dev` is the `[N]` of the prefix, None when the line had none.
+    """
 
     host: str
     pid: int
     tid: int
     level: str
     msg: str
+    cuda_dev: int | None = None
 
 
 def match_prefix(line: str) -> NcclLine | None:
-    """The NCCL prefix of `line`, wherever wrappers put it, or None for non-NCCL lines."""
+    """The NCCL prefix of `line`, wherever wrappers put it, or None for non-NCCL lines.
+
+    >>> match_prefix("gpu3:2211:2290 [1] net.cc:9 NCCL WARN x")
+    NcclLine(host='gpu3', pid=2211, tid=2290, level='WARN', msg='x', cuda_dev=1)
+    >>> match_prefix("***:2211:2290 [1] NCCL INFO y").host, match_prefix("NCCL WARN z").msg
+    ('', 'z')
+    """
     m = _PREFIX.search(line)
+    if m is not None:
+        host, pid, tid, dev, level = m.groups()
+        if _REDACTED.fullmatch(host):
+            host = ""
+        msg = _message(line, m.end())
+        return NcclLine(host, int(pid or 0), int(tid or 0), level, msg, int(dev))
+    m = _BARE.search(line)
     if m is None:
         return None
-    host, pid, tid, level = m.groups()
-    return NcclLine(host, int(pid or 0), int(tid or 0), level, line[m.end() :].rstrip())
+    dev, level = m.groups()
+    return NcclLine("", 0, 0, level, _message(line, m.end()), None if dev is None else int(dev))
+
+
+def bare(msg: str) -> NcclLine:
+    """A transport failure message that came without any NCCL prefix (pasted on its own)."""
+    return NcclLine("", 0, 0, "WARN", _message(msg, 0))
+
+
+def _message(line: str, start: int) -> str:
+    msg = line[start:].rstrip()
+    return _LINK.sub(r"\1", msg) if "](" in msg else msg
 
 
 class NcclRules:
@@ -125,12 +162,32 @@ class NcclRules:
         """Facts from one NCCL line; Malformed when a rule's anchor is there but not its fields."""
         msg = p.msg
         if p.level == "WARN":
-            found = classify(msg)
+            found = read(msg)
             if found is None:
                 return []
-            kind, peer = found
-            origin = LogOrigin(self._source, line_no)
-            return [NetError(ts_ns, self._job_id, p.host, p.pid, kind, peer, msg, origin)]
+            return [
+                NetError(
+                    ts_ns,
+                    self._job_id,
+                    p.host,
+                    p.pid,
+                    found.kind,
+                    found.peer,
+                    msg,
+                    LogOrigin(self._source, line_no),
+                    p.cuda_dev,
+                    found.completion,
+                    found.async_event,
+                )
+            ]
+        if not p.host and (
+            (msg.startswith("Channel ") and " -> " in msg)
+            or ("comm 0x" in msg and " rank " in msg)
+            or _USING.match(msg)
+        ):
+            # Lending the file's host to a rank or channel would place it on whatever process
+            # printed last, and corrupt that process's communicators.
+            raise Malformed("nccl-prefix", "NCCL INFO line without a readable host:pid:tid prefix")
         if msg.startswith("Channel "):
             return self._channel(p, ts_ns, line_no) if " -> " in msg else []
         if "comm 0x" in msg and " rank " in msg:

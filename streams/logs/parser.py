@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
 from typing import Any, TypeVar
 
-from ..records import DeadLetter, JobFact, LogOrigin
+from ..records import DeadLetter, JobFact, LogOrigin, NetError
 from .common import NOWHERE, Malformed, Where
 from .envdump import EnvRules
 from .kernel import KernelRules
-from .nccl import NcclLine, NcclRules, match_prefix
+from .nccl import NcclLine, NcclRules, bare, match_prefix
+from .netmsg import ANCHORS, fields_in
 from .progress import ProgressRules, latest_reports
 from .pytorch import TorchRules
 from .ras import RasRules
@@ -268,7 +269,7 @@ class LogParser:
     def _piece(self, text: str, line_no: int, out: list[JobFact]) -> None:
         """Add the facts of one line (or one piece of a chunk) to `out`; raises Malformed
         after adding what the line did give."""
-        prefixed = match_prefix(text) if " NCCL " in text else None
+        prefixed = match_prefix(text) if "NCCL " in text else None
         found, lead_end = self._clock.stamp(text, c10=prefixed is None)
         dated = ""
         if found is not None:
@@ -319,7 +320,9 @@ class LogParser:
         line_no: int,
     ) -> list[JobFact]:
         if prefixed is not None:
-            if prefixed.host != self._where.host or prefixed.pid != self._where.pid:
+            if not prefixed.host and prefixed.level == "WARN":
+                prefixed = self._lent(prefixed)
+            elif prefixed.host != self._where.host or prefixed.pid != self._where.pid:
                 self._where = Where(prefixed.host, prefixed.pid)
             return self._nccl.handle(prefixed, ts_ns, line_no)
         if "NVRM: " in text:
@@ -328,13 +331,27 @@ class LogParser:
             return self._kernel.handle_nvrm(text, lead_end, ts_ns, line_no, self._where)
         if "mlx5_core " in text:
             return self._kernel.handle_nic(text, lead_end, ts_ns, line_no, self._where)
-        facts = self._torch.handle(body, ts_ns, line_no, self._where) or self._watch.handle(
-            body, ts_ns, line_no, self._where
-        )
+        anchored = any(anchor in body for anchor in ANCHORS)
+        # A transport failure pasted without NCCL's prefix is read as NCCL's, unless it is the
+        # text PyTorch's `Last error:` announced (PyTorch's rules then own it, and may drop it
+        # as a repeat).
+        awaited = anchored and self._torch.snapshot()["awaiting_last_error"]
+        facts = self._torch.handle(body, ts_ns, line_no, self._where)
+        if facts:
+            return [_with_fields(f) for f in facts]
+        if anchored and not awaited:
+            return self._nccl.handle(self._lent(bare(body)), ts_ns, line_no)
+        facts = self._watch.handle(body, ts_ns, line_no, self._where)
         if facts:
             return facts
         progress = self._progress.handle(body, ts_ns, line_no, self._where, lead_end > 0)
         return progress or self._ras.handle(body, ts_ns, line_no)
+
+    def _lent(self, line: NcclLine) -> NcclLine:
+        """A WARN line whose prefix named no host, with the host (and pid, if it named none)
+        of the file's last NCCL line or of the file's name. INFO lines get none: a rank or
+        channel must not be placed on a guess (see NcclRules.handle)."""
+        return replace(line, host=self._where.host, pid=line.pid or self._where.pid)
 
     def _dead_letter(self, problem: Malformed, line: str | bytes, line_no: int) -> DeadLetter:
         raw = line if isinstance(line, bytes) else line.encode("utf-8", "backslashreplace")
@@ -351,6 +368,18 @@ def _dated(fact: JobFact, dated_by: str) -> JobFact:
     """`fact` marked as dated by `dated_by` rather than by its own line."""
     o = fact.origin
     return replace(fact, origin=LogOrigin(o.source, o.line_no, dated_by))
+
+
+def _with_fields(fact: JobFact) -> JobFact:
+    """A NetError PyTorch's rules read from a rethrown message, with the completion status
+    or async event the message quotes: a host-side status must not count against a link
+    because PyTorch carried it rather than NCCL."""
+    if not isinstance(fact, NetError) or fact.completion or fact.async_event:
+        return fact
+    found, event = fields_in(fact.detail)
+    if found is None and event is None:
+        return fact
+    return replace(fact, completion=found, async_event=event)
 
 
 def _decode(line: str | bytes) -> tuple[str, bool]:

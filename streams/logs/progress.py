@@ -18,6 +18,13 @@ slow down. These families are read:
   bar, has two kinds of report, not to be judged together). Its `step=10, skipped=0,
   lr=[...]` lines carry no pace, and the older `0/40, SamplesPerSec=...` is an average since
   the start, which hides a slowdown: neither is a report;
+- nanoGPT and lit-llama: `iter 1631: loss 4.0863, time 561.94ms` (lit-llama: `time: ...ms,
+  speed: 1771 toks/s/device`), the time of the last iteration; their `step 250: train loss
+  ..., val loss ...` evaluation lines carry no pace;
+- nanochat: `step 00004/21400 (0.02%) | loss: ... | dt: 989.44ms | tok/sec: 529,882 | ...`,
+  counting from 0, so the last step it prints is the one before its total; its midtraining
+  prints no total, and build-nanogpt the step alone (`step     4 | loss: ... | dt: ...`). Its
+  `Step 00250 | Validation bpb: ...` lines carry no pace;
 - tqdm progress bars of PyTorch Lightning (NeMo 1 too) and of Hugging Face Transformers'
   Trainer, see `progress_bars`. The Trainer's `{'loss': ..., 'epoch': ...}` dicts carry no
   step time and are not reports.
@@ -49,6 +56,16 @@ _NEMO_TIMING = re.compile(r"\btrain_step_timing in s: ([^\s|]*)")
 # The global step (since 0.8) or, before, the step count after the epoch.
 _DS_STEP = re.compile(r"(?:/global_step=|\b\d+/)(\d+), RunningAvgSamplesPerSec=")
 _DS_RATE = re.compile(r"\bCurrSamplesPerSec=([^,\s]*)")
+# nanoGPT / lit-llama: the loss right after the iteration is what tells the line apart from
+# any other `iter N:`; the time after it (forks add fields between), with or without its
+# colon, is the pace.
+_ITER = re.compile(r"\biter (\d+): loss .*?, time:? ([^,\s]+)")
+_ITER_SPEED = re.compile(r", speed: ([^,\s]*) toks/s")
+# nanochat: the step, its total and the share done when printed, the loss, then the step time.
+_NANOCHAT = re.compile(
+    r"\bstep +(\d+)(?:/(\d+))?(?: \([^()|]*%[^()|]*\))? \| loss: .*?\| dt: ([^|\s]*)"
+)
+_NANOCHAT_TPS = re.compile(r"\| tok/sec: ([^|\s]*)")
 
 
 class ProgressRules:
@@ -101,6 +118,14 @@ class ProgressRules:
             return [self._nemo(text, ts_ns, line_no, where)]
         if "CurrSamplesPerSec=" in text:
             return [self._deepspeed(text, ts_ns, line_no, where)]
+        if ": loss " in text and "iter " in text:
+            m = _ITER.search(text)
+            if m is not None:
+                return [self._nanogpt(m, text, ts_ns, line_no, where)]
+        if "| dt: " in text and "step " in text:
+            m = _NANOCHAT.search(text)
+            if m is not None:
+                return [self._nanochat(m, text, ts_ns, line_no, where)]
         bar = read_bar(text)
         if bar is None:
             return []
@@ -126,6 +151,26 @@ class ProgressRules:
         samples_per_s = positive(rate.group(1), "DeepSpeed CurrSamplesPerSec")
         return self._fact(ts_ns, int(m.group(1)), None, samples_per_s, line_no, where)
 
+    def _nanogpt(
+        self, m: re.Match[str], text: str, ts_ns: int, line_no: int, where: Where
+    ) -> Progress:
+        """nanoGPT's (and lit-llama's) line; lit-llama adds its throughput per device."""
+        step_ms = _ms(m.group(2), "nanoGPT iteration time")
+        speed = _ITER_SPEED.search(text)
+        tokens_per_s = None if speed is None else positive(speed.group(1), "lit-llama speed")
+        return self._fact(ts_ns, int(m.group(1)), step_ms, tokens_per_s, line_no, where)
+
+    def _nanochat(
+        self, m: re.Match[str], text: str, ts_ns: int, line_no: int, where: Where
+    ) -> Progress:
+        """nanochat's line. Its step is the index of the step just done, from 0: of a run of
+        `total` steps the last it prints is `total - 1`, the step the run ends at."""
+        step_ms = _ms(m.group(3), "nanochat dt")
+        tps = _NANOCHAT_TPS.search(text)
+        rate = None if tps is None else positive(tps.group(1).replace(",", ""), "nanochat tok/sec")
+        total = None if m.group(2) is None else int(m.group(2)) - 1
+        return self._fact(ts_ns, int(m.group(1)), step_ms, rate, line_no, where, total)
+
     def _fact(
         self,
         ts_ns: int,
@@ -146,6 +191,13 @@ class ProgressRules:
             LogOrigin(self._source, line_no),
             total,
         )
+
+
+def _ms(value: str, what: str) -> float:
+    """A time printed as `561.94ms`, in ms; Malformed for another unit or no number > 0."""
+    if not value.endswith("ms"):
+        raise Malformed("progress", f"{what} {value!r} is not in ms")
+    return positive(value[:-2], what)
 
 
 def latest_reports(facts: list[JobFact]) -> list[JobFact]:

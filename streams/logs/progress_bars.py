@@ -10,10 +10,11 @@ Hugging Face Transformers' Trainer print by default.
   below (tqdm ends each of its renders with the cursor-up escape `ESC[A`), which is what tells
   them apart; an evaluation-only run's bar cannot be told from a training one.
 
-Without a terminal the bar may lose its `|███|` part (`  4% 99/2238 [...]`), and a syslog relay
-may escape the carriage return as `#015` and ESC as `#033`; all of these are read. A render is a
-report only when it carries a pace; the first ones say `?it/s`, and an HF loss dict
-(`{'loss': ...}`) carries none at all, so those yield nothing rather than a made-up pace.
+Without a terminal the bar may lose its `|███|` part (`  4% 99/2238 [...]`), a copy of the log
+may number its lines (`[1745]   1%|...`), and a syslog relay may escape the carriage return as
+`#015` and ESC as `#033`; all of these are read. A render is a report only when it carries a
+pace; the first ones say `?it/s`, and an HF loss dict (`{'loss': ...}`) carries none at all,
+so those yield nothing rather than a made-up pace.
 """
 
 from __future__ import annotations
@@ -33,8 +34,13 @@ _TAIL = (
     r"(?P<nested>\s*(?:\x1b|#033)?\[A)?"
 )
 _LIGHTNING = re.compile(r"(?<![A-Za-z])Epoch \d+:[\s:]*(?:\d{1,3}%)?(?:\|[^|]*\|)?" + _TAIL)
-# A bare bar starts its render: the line itself, a torchrun or mpirun tag, or an escaped CR.
-_BARE = re.compile(r"(?:^|\[rank\d+\]:|<std(?:out|err)>:|#015)\s*\d{1,3}%(?:\|[^|]*\||\s)" + _TAIL)
+# A bare bar starts its render: the line itself, one behind a line counter (`[1745] `), a
+# torchrun or mpirun tag, or an escaped CR. The other rules find their lines wherever a counter
+# puts them; a bar is told from a described one (`Loading checkpoint shards:  50%|...`) only
+# by what comes before it, so what may come before it is listed here.
+_BARE = re.compile(
+    r"(?:^(?:\[\d+\] )?|\[rank\d+\]:|<std(?:out|err)>:|#015)\s*\d{1,3}%(?:\|[^|]*\||\s)" + _TAIL
+)
 _RATE = re.compile(r"(\?|\d+(?:\.\d+)?)(it/s|s/it)")
 _NEMO_TIMING = re.compile(r"train_step_timing in s=([^,\]]*)")
 #: Half a unit of the last of the two decimals tqdm prints a rate with.

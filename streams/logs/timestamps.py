@@ -1,12 +1,12 @@
 """Times written on the lines themselves, turned into integer nanoseconds since the epoch (UTC).
 
 A capture mixes clocks: a log shipper's ISO-8601 prefix, NCCL's `[%F %T]` stamp, PyTorch's
-year-less `[E1206 18:44:12.715298746 file:line]`, `dmesg -T` and syslog prefixes. The stamp at
-the very start of a line comes from the outermost writer (shipper, syslog, mpirun) and is
-preferred; only without one do stamps inside the line count. Times without a zone (`dmesg -T`,
-syslog, PyTorch's c10 prefix, NCCL's own stamp) are the writing host's wall clock: they are
-read in the site's zone (`site.timezone` in the settings, UTC unless set), daylight saving
-included.
+year-less `[E1206 18:44:12.715298746 file:line]`, vLLM's `INFO 02-03 13:14:04 file:line]`,
+`dmesg -T` and syslog prefixes. The stamp at the very start of a line comes from the outermost
+writer (shipper, syslog, mpirun) and is preferred; only without one do stamps inside the line
+count. Times without a zone (`dmesg -T`, syslog, PyTorch's c10 prefix, vLLM's, NCCL's own
+stamp) are the writing host's wall clock: they are read in the site's zone (`site.timezone` in
+the settings, UTC unless set), daylight saving included.
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ _ANY_BRACKET_ISO = re.compile(r"\[" + _ISO_CORE + _ZONE + r"[^\]]{0,48}\]")
 # kept as printed but only the second is trustworthy.
 _GLOG = re.compile(
     r"\b[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9})\d*)?(?: +\d+)? [\w.\-]+:\d+\]"
+)
+# vLLM's logger `INFO 02-03 13:14:04 llm_engine.py:706]` (later `[core.py:88]`): level,
+# month-day and time to the second, then file:line. Searched anywhere, as a worker's tag
+# (`(VllmWorkerProcess pid=1159) `) or a viewer's gutter may stand before it.
+_VLLM = re.compile(
+    r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) "
+    r"\[?[\w.\-/]+:\d+\]"
 )
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
@@ -155,7 +162,8 @@ class Clock:
         """Return the time written on `line` (None if it has none) and where its leading stamp ends.
 
         The second value lets kernel lines find the host that syslog writes right after the time.
-        `c10=False` skips the search for PyTorch's stamp, which NCCL-prefixed lines never carry.
+        `c10=False` skips the search for PyTorch's and vLLM's stamps, which NCCL-prefixed lines
+        never carry.
         """
         found = self._leading(line)
         if found is not None:
@@ -198,6 +206,10 @@ class Clock:
             if g:
                 month, day, hh, mm, ss, frac = g.groups()
                 return self._yearless(int(month), int(day), (int(hh), int(mm), int(ss)), frac)
+            v = _VLLM.search(line)
+            if v:
+                month, day, hh, mm, ss = v.groups()
+                return self._yearless(int(month), int(day), (int(hh), int(mm), int(ss)), None)
         return None
 
     def _full(self, m: re.Match[str]) -> int | None:

@@ -15,15 +15,18 @@ in `paths.py`; the event format's tags fill in what its key-less paths lack.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..records import DeadLetter, TelemetryValue, in_time_range
+from ..records import LATEST_NS, DeadLetter, TelemetryValue
 from .framing import MAX_RAW_BYTES, is_event, iter_messages
 from .leaves import KEY_LEAVES, Leaves, keyed_path
 from .lldp import LldpUpdate
+from .stamps import EARLIEST_PLAUSIBLE_NS as _EARLIEST_NS
+from .stamps import StampError, StampUnit, read_stamp
 from .xpath import device_of
 
 __all__ = [
@@ -53,7 +56,10 @@ class DecodeStats:
 
     `unknown_paths` counts leaves railtrace has no use for (normal: subscriptions are broad);
     `unattributed` counts known leaves with no interface name; `bad_values` counts known
-    leaves whose value is not a number (or, for oper-status, a string).
+    leaves whose value is not a number (or, for oper-status, a string). `pathless` counts
+    values at an empty path: gnmic prints a target's deprecated `Path.element` paths as `/`,
+    so their names are lost before railtrace sees them. `retimed` counts the messages
+    stamped in another unit than nanoseconds, by unit (`us`, `ms`, `s`), read in that unit.
     """
 
     messages: int = 0
@@ -61,6 +67,8 @@ class DecodeStats:
     unknown_paths: int = 0
     unattributed: int = 0
     bad_values: int = 0
+    pathless: int = 0
+    retimed: Counter[str] = field(default_factory=Counter)
     dead_letter_count: int = 0
     #: Every DeadLetter not yet taken: the owner drains them (`take_dead_letters`) as it
     #: stores them, so that all are stored and memory stays bounded by what one input holds.
@@ -75,7 +83,9 @@ class DecodeStats:
         return taken
 
 
-def _timestamp(value: Any) -> int:
+def _timestamp(value: Any) -> tuple[int, StampUnit]:
+    """A message's time in ns and the unit it was sent in (see `stamps`: a switch that stamps
+    in milliseconds or seconds is read as such, never as a moment of 1970)."""
     if type(value) is int and value > 0:
         return _in_range(value)
     if isinstance(value, str) and value.isdecimal() and len(value) < 30 and int(value) > 0:
@@ -86,13 +96,13 @@ def _timestamp(value: Any) -> int:
     raise DecodeError(f"timestamp is not a positive integer of nanoseconds: {shown}")
 
 
-def _in_range(ts_ns: int) -> int:
-    if not in_time_range(ts_ns):
-        raise DecodeError(
-            f"timestamp {ts_ns} is outside the times railtrace holds (1970 to 2106): "
-            "seconds or milliseconds where gNMI has nanoseconds, or a wrong clock"
-        )
-    return ts_ns
+def _in_range(stamp: int) -> tuple[int, StampUnit]:
+    if _EARLIEST_NS <= stamp < LATEST_NS:  # the common case, without the general reading
+        return stamp, StampUnit.NS
+    try:
+        return read_stamp(stamp)
+    except StampError as exc:
+        raise DecodeError(f"{exc}: a wrong clock, or no time at all") from None
 
 
 def _device(source: Any) -> str:
@@ -130,7 +140,7 @@ def _decode_event(event: Any) -> Leaves:
     values = event.get("values", {})
     if not isinstance(tags, dict) or not isinstance(values, dict):
         raise DecodeError("event tags or values is not an object")
-    leaves = Leaves(_timestamp(event.get("timestamp")), _device(tags.get("source")), tags)
+    leaves = Leaves(*_timestamp(event.get("timestamp")), _device(tags.get("source")), tags)
     for key, value in values.items():
         leaves.add(_event_path(key, values) if "." in key else key, value)
     _deletes(leaves, event.get("deletes"), "")
@@ -152,7 +162,7 @@ def _decode_notification(message: dict[str, Any]) -> Leaves:
     updates = message.get("updates", [])
     if not isinstance(prefix, str) or not isinstance(updates, list):
         raise DecodeError("prefix is not a string or updates is not a list")
-    leaves = Leaves(_timestamp(message.get("timestamp")), _device(message.get("source")), {})
+    leaves = Leaves(*_timestamp(message.get("timestamp")), _device(message.get("source")), {})
     base = prefix.rstrip("/") + "/" if prefix else ""
     for update in updates:
         values = update.get("values") if isinstance(update, dict) else None
@@ -211,6 +221,9 @@ def _values(parts: list[Leaves], stats: DecodeStats | None) -> list[TelemetryVal
             stats.unknown_paths += part.unknown
             stats.unattributed += part.unattributed
             stats.bad_values += part.bad
+            stats.pathless += part.pathless
+            if part.unit is not StampUnit.NS:
+                stats.retimed[part.unit] += 1
     return out
 
 

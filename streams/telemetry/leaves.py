@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ..records import COUNTER_METRICS, Metric, TelemetryValue
 from .lldp import LldpLeaf, deleted_neighbours, neighbour_leaf
 from .paths import Entry, lookup
+from .stamps import StampUnit
 from .values import convert, is_typed
 from .xpath import PATH_CACHE_SIZE, parse_xpath
 
@@ -84,16 +85,21 @@ def keyed_path(path: str, entry: dict[str, Any]) -> str | None:
 
 
 class Leaves:
-    """One notification's leaves turned into TelemetryValues, subtrees flattened on the way."""
+    """One notification's leaves turned into TelemetryValues, subtrees flattened on the way.
 
-    def __init__(self, ts_ns: int, device: str, tags: dict[str, Any]) -> None:
+    `unit` is the unit the notification's stamp was sent in (`ts_ns` is in ns whatever it was).
+    """
+
+    def __init__(self, ts_ns: int, unit: StampUnit, device: str, tags: dict[str, Any]) -> None:
         self.ts_ns = ts_ns
+        self.unit = unit
         self.device = device
         self.tags = tags
         self.out: list[TelemetryValue] = []
         self.unknown = 0
         self.unattributed = 0
         self.bad = 0
+        self.pathless = 0
         # LLDP neighbours ride along in the same notifications (see `lldp`); rare, so lazy.
         self.lldp: list[LldpLeaf] | None = None
         self.lldp_deletes: list[tuple[str | None, str | None]] | None = None
@@ -121,6 +127,8 @@ class Leaves:
                 if self.lldp is None:
                     self.lldp = []
                 self.lldp.append(leaf)
+            elif not path.strip("/"):
+                self.pathless += 1  # a leaf with no name: see DecodeStats.pathless
             else:
                 self.unknown += 1
         else:

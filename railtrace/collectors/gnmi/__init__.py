@@ -1,11 +1,13 @@
 """gNMI dial-in collector: subscribes to switches' telemetry and emits gnmic-json messages.
 
 Each target is dialled over gRPC (TLS, or plaintext only when configured), checked with
-Capabilities, then subscribed in STREAM mode: counters SAMPLEd at the target's interval,
-oper-status and LLDP neighbours ON_CHANGE, with the paths of its platform profile
-(`profiles.py`, sources there). Each notification becomes one message in gnmic's `json`
-format on the raw gNMI topic, keyed by switch name, so the streaming worker decodes collector
-and gnmic output alike. Entry points: `run(targets, emit)` and `GnmiCollector`.
+Capabilities (or given its fallback encoding when it does not implement them), then subscribed
+in STREAM mode: counters SAMPLEd at the target's interval, oper-status and LLDP neighbours
+ON_CHANGE, with the paths of its platform profile (`profiles.py`, sources there). Each
+notification becomes one message in gnmic's `json` format on the raw gNMI topic, keyed by
+switch name, so the streaming worker decodes collector and gnmic output alike; paths in the
+deprecated `element` form and timestamps in ms or s are read at this edge (`convert.py`).
+Entry points: `run(targets, emit)` and `GnmiCollector`.
 """
 
 from __future__ import annotations

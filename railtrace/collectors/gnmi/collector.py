@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from ..emit import Emit
+from ..errors import CollectorFailedError
 from .config import GnmiTarget
 from .session import TargetSession, TargetStatus
 
@@ -30,15 +31,19 @@ class GnmiCollector:
     def statuses(self) -> dict[str, TargetStatus]:
         return {s.target.name: s.status for s in self.sessions}
 
-    async def run(self) -> dict[str, TargetStatus]:
-        """Run until cancelled, or until every target has failed for good."""
+    async def run(self) -> None:
+        """Run until cancelled; raise CollectorFailedError once every target has failed for
+        good (each one's reason in the message), or at once when there is no target."""
+        if not self.sessions:
+            raise CollectorFailedError("no gNMI target: collect.gnmi lists none")
         log.info("gnmi collector starting", extra={"targets": len(self.sessions)})
         async with asyncio.TaskGroup() as group:
             for session in self.sessions:
                 group.create_task(session.run(), name=f"gnmi:{session.target.name}")
-        return self.statuses
+        reasons = "; ".join(f"{name}: {s.last_error}" for name, s in self.statuses.items())
+        raise CollectorFailedError(f"every gNMI target failed, none is left: {reasons}")
 
 
-async def run(targets: Sequence[GnmiTarget], emit: Emit) -> dict[str, TargetStatus]:
+async def run(targets: Sequence[GnmiTarget], emit: Emit) -> None:
     """Collect from every target, handing each notification to `emit` (see GnmiCollector)."""
-    return await GnmiCollector(targets, emit).run()
+    await GnmiCollector(targets, emit).run()

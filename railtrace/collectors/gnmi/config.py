@@ -8,6 +8,7 @@ because a wrong target must fail at load time, not minutes later inside a reconn
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
@@ -69,6 +70,10 @@ class GnmiTarget(BaseModel):
 
     Plaintext is used only with `insecure=True` and no `tls`; a target with neither is
     refused, so a forgotten TLS block never silently sends passwords in the clear.
+
+    `fallback_encoding` is the encoding to subscribe with when the target does not implement
+    Capabilities (it answers UNIMPLEMENTED: gNMI makes the RPC mandatory, but openconfig's
+    reference fake target and some switch OSes lack it); None means the profile's first.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -82,6 +87,7 @@ class GnmiTarget(BaseModel):
     sample_interval_s: float = Field(default=DEFAULT_SAMPLE_INTERVAL_S, ge=MIN_SAMPLE_INTERVAL_S)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     backoff: Backoff = Backoff()
+    fallback_encoding: Literal["PROTO", "JSON_IETF", "JSON"] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> GnmiTarget:

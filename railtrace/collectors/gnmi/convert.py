@@ -8,7 +8,11 @@ mapping (scalars as JSON scalars, json/json_ietf parsed, Decimal64 as `{"digits"
 "precision"}`, bytes base64) so decoded values do not depend on which tool collected them.
 
 One bad update (no path, no value, JSON that does not parse, a NaN) is dropped and counted;
-the rest of its notification still goes out.
+the rest of its notification still goes out. Paths in the deprecated `element` form are read
+like `elem` (`xpaths.with_elems`). A timestamp in milliseconds, seconds or microseconds,
+which some switch OSes send where gNMI has nanoseconds, is read in its unit
+(`railtrace.streams.telemetry.stamps`) and the message carries it in ns; a notification whose
+timestamp is no time in any unit is refused whole, its updates counted bad with the reason.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from typing import Any
 
 import orjson
 
+from railtrace.streams.telemetry.stamps import StampError, read_stamp
+
 from ..gnmicjson import header
-from .xpaths import leaf_name, to_xpath
+from .xpaths import leaf_name, to_xpath, with_elems
 
 #: What makes a notification a state change, which delivery keeps when it has to drop
 #: samples: an update of one of these leaves, or an update or delete under one of these
@@ -39,15 +45,27 @@ class BadValueError(ValueError):
     """An update whose value cannot be put into JSON; the reason is the message."""
 
 
+#: `Converted.stamp` of a notification stamped 0 (unset): it takes the time it was received.
+UNSTAMPED = "missing"
+#: `Converted.stamp` of a notification whose timestamp is no time in any unit: refused.
+REFUSED = "rejected"
+
+
 @dataclass(frozen=True, slots=True)
 class Converted:
     """One notification as a gnmic json message (None if every update in it was bad), plus
-    what delivery needs to know of it and why updates were dropped."""
+    what delivery needs to know of it and why updates were dropped.
+
+    `good_updates` counts the updates kept. `stamp` says how its timestamp was read: `ns` as
+    gNMI has it, `us`/`ms`/`s` when sent in that unit, UNSTAMPED or REFUSED.
+    """
 
     message: dict[str, Any] | None
     ts_ns: int
     state_change: bool
     bad_updates: list[str]
+    good_updates: int = 0
+    stamp: str = "ns"
 
 
 def _b64(data: bytes) -> str:
@@ -115,65 +133,89 @@ def _update_value(update: Any) -> Any:
 
 #: Paths remembered with their strings; a switch sends the same few thousand every interval.
 PATH_CACHE_SIZE = 1 << 16
-_paths: dict[bytes, tuple[str, str, bool]] = {}
+_paths: dict[bytes, tuple[str, str, bool] | None] = {}
 
 
-def _strings(path: Any) -> tuple[str, str, bool]:
-    """(xpath with keys, xpath without, is a state leaf) of an update's path, memoised on its
-    wire bytes: printing a Path walks its elements in Python, serializing it is one C call."""
+def _strings(path: Any) -> tuple[str, str, bool] | None:
+    """(xpath with keys, xpath without, is a state leaf) of an update's path, None for a path
+    with no element; memoised on its wire bytes: printing a Path walks its elements in Python,
+    serializing it is one C call."""
     wire = path.SerializeToString()
-    hit = _paths.get(wire)
-    if hit is None:
-        if len(_paths) >= PATH_CACHE_SIZE:
-            _paths.clear()
-        hit = _paths[wire] = (
+    try:
+        return _paths[wire]
+    except KeyError:
+        pass
+    if len(_paths) >= PATH_CACHE_SIZE:
+        _paths.clear()
+    path = with_elems(path)
+    hit = _paths[wire] = (
+        (
             to_xpath(path),
             to_xpath(path, keys=False),
             leaf_name(path) in STATE_LEAVES or _root(path) in STATE_ROOTS,
         )
+        if len(path.elem)
+        else None
+    )
     return hit
+
+
+def _stamp(notification: Any, received_ns: int) -> tuple[int, str]:
+    """The notification's time in ns and how it was read (see `Converted.stamp`).
+
+    A notification without a timestamp (0) takes the time it was received: a sample with a
+    slightly late time is worth more to rate computation than no sample.
+    """
+    stamp = int(notification.timestamp)
+    if stamp == 0:
+        return received_ns, UNSTAMPED
+    ts_ns, unit = read_stamp(stamp)
+    return ts_ns, str(unit)
 
 
 def convert_notification(
     notification: Any, *, source: str, subscription: str, received_ns: int
 ) -> Converted | None:
-    """A gnmi.Notification as a gnmic json message; None when nothing usable is left in it.
-
-    A notification without a timestamp (0) takes the time it was received: a sample with a
-    slightly late time is worth more to rate computation than no sample.
-    """
-    ts_ns = int(notification.timestamp) if notification.timestamp > 0 else received_ns
+    """A gnmi.Notification as a gnmic json message; None when nothing usable is left in it."""
+    try:
+        ts_ns, stamp = _stamp(notification, received_ns)
+    except StampError as exc:
+        reason = f"{exc}: the switch's clock is wrong, or it stamps in no known unit"
+        refused = [reason] * max(1, len(notification.update))
+        return Converted(None, received_ns, False, refused, 0, REFUSED)
     updates: list[dict[str, Any]] = []
     bad: list[str] = []
     state_change = False
     for update in notification.update:
-        if not update.HasField("path") or not len(update.path.elem):
+        strings = _strings(update.path) if update.HasField("path") else None
+        if strings is None:
             bad.append("update without a path")
             continue
+        keyed, key, state = strings
         try:
             value = _update_value(update)
         except BadValueError as exc:
-            bad.append(f"{to_xpath(update.path)}: {exc}")
+            bad.append(f"{keyed}: {exc}")
             continue
-        keyed, key, state = _strings(update.path)
         updates.append({"Path": keyed, "values": {key: value}})
         state_change = state_change or state
-    deletes = [to_xpath(path) for path in notification.delete]
+    deletes = [with_elems(path) for path in notification.delete]
     if not updates and not deletes:
-        return Converted(None, ts_ns, False, bad) if bad else None
+        return Converted(None, ts_ns, False, bad, 0, stamp) if bad else None
     message = header(source, subscription, ts_ns)
     if notification.HasField("prefix"):
-        if prefix := to_xpath(notification.prefix):
-            message["prefix"] = prefix
-            state_change = state_change or _root(notification.prefix) in STATE_ROOTS
-        if notification.prefix.target:
-            message["target"] = str(notification.prefix.target)
+        prefix = with_elems(notification.prefix)
+        if text := to_xpath(prefix):
+            message["prefix"] = text
+            state_change = state_change or _root(prefix) in STATE_ROOTS
+        if prefix.target:
+            message["target"] = str(prefix.target)
     if updates:
         message["updates"] = updates
     if deletes:
-        message["deletes"] = deletes
-        state_change = state_change or any(_root(p) in STATE_ROOTS for p in notification.delete)
-    return Converted(message, ts_ns, state_change, bad)
+        message["deletes"] = [to_xpath(path) for path in deletes]
+        state_change = state_change or any(_root(p) in STATE_ROOTS for p in deletes)
+    return Converted(message, ts_ns, state_change, bad, len(updates), stamp)
 
 
 def _root(path: Any) -> str:

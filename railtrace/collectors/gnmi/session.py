@@ -6,6 +6,10 @@ a jittered exponential backoff; the backoff starts over once a stream has delive
 a switch that drops its stream now and then is back within a second or so, while one that is
 down is retried ever less often. Only a target that retrying cannot fix (no usable
 encoding, unreadable TLS files) is given up, with the reason in its status and the log.
+
+A target that answers Capabilities with UNIMPLEMENTED (openconfig's reference fake target, some
+switch OSes) is subscribed anyway, with its configured `fallback_encoding`: said once in the
+log, and counted per session in its status.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import logging
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +29,7 @@ from ..emit import Emit, Outgoing
 from ..gnmicjson import header
 from .channel import call_metadata, open_channel
 from .config import GnmiTarget
-from .convert import convert_notification, encode
+from .convert import REFUSED, UNSTAMPED, convert_notification, encode
 from .errors import TargetFailedError
 from .profiles import PROFILES, Profile
 from .xpaths import from_xpath
@@ -52,7 +57,12 @@ class TargetStatus:
     monotonic time it last stopped streaming (or was created), None while streaming.
     `failures` counts sessions lost or not opened, each followed by a reconnect; `updates`
     counts the updates of every notification received, `malformed_updates` those dropped for a
-    missing path or an unreadable value.
+    missing path, an unreadable value or a timestamp that is no time. `malformed_since` is the
+    monotonic time since which every update received was malformed (None once one was not),
+    `malformed_reason` the last reason. `odd_timestamps` counts notifications not stamped in
+    ns, by how they were read (`us`, `ms`, `s`, `missing`, `rejected`: `convert.Converted`).
+    `capabilities_fallbacks` counts sessions subscribed with the fallback encoding because the
+    target does not implement Capabilities.
     """
 
     name: str
@@ -67,6 +77,10 @@ class TargetStatus:
     sync_responses: int = 0
     encoding: str = ""
     last_error: str = ""
+    malformed_since: float | None = None
+    malformed_reason: str = ""
+    odd_timestamps: Counter[str] = field(default_factory=Counter)
+    capabilities_fallbacks: int = 0
 
     def set_state(self, state: str) -> None:
         """Change `state`, keeping `down_since` in step with it."""
@@ -189,10 +203,18 @@ class TargetSession:
         channel = open_channel(target)
         try:
             stub = gnmi_pb2_grpc.gNMIStub(channel)
-            caps = await stub.Capabilities(
-                gnmi_pb2.CapabilityRequest(), metadata=metadata, timeout=target.connect_timeout_s
-            )
-            encoding = self._check_capabilities(caps)
+            try:
+                caps = await stub.Capabilities(
+                    gnmi_pb2.CapabilityRequest(),
+                    metadata=metadata,
+                    timeout=target.connect_timeout_s,
+                )
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                encoding = self._fall_back()
+            else:
+                encoding = self._check_capabilities(caps)
             request = subscribe_request(self.profile, target.sample_interval_ns, encoding)
             call = stub.Subscribe(metadata=metadata)
             try:
@@ -208,6 +230,20 @@ class TargetSession:
         finally:
             await channel.close()
         return False  # _read only ever leaves by raising
+
+    def _fall_back(self) -> str:
+        """The encoding to subscribe with when the target does not implement Capabilities."""
+        encoding = self.target.fallback_encoding or self.profile.encodings[0]
+        self.status.encoding = encoding
+        self.status.capabilities_fallbacks += 1
+        if self.status.capabilities_fallbacks == 1:
+            log.warning(
+                "gnmi target does not implement Capabilities: subscribing with the fallback "
+                "encoding %s",
+                encoding,
+                extra={**self._log_extra, "encoding": encoding},
+            )
+        return encoding
 
     def _check_capabilities(self, caps: Any) -> str:
         supported = [gnmi_pb2.Encoding.Name(e) for e in caps.supported_encodings]
@@ -267,8 +303,9 @@ class TargetSession:
             )
 
     async def _notification(self, notification: Any) -> None:
-        self.status.notifications += 1
-        self.status.updates += len(notification.update)
+        status = self.status
+        status.notifications += 1
+        status.updates += len(notification.update)
         converted = convert_notification(
             notification,
             source=self.target.name,
@@ -277,8 +314,15 @@ class TargetSession:
         )
         if converted is None:
             return
+        if converted.stamp != "ns":
+            self._odd_timestamp(converted.stamp, int(notification.timestamp))
+        if converted.good_updates:
+            status.malformed_since = None
         if converted.bad_updates:
-            self.status.malformed_updates += len(converted.bad_updates)
+            status.malformed_updates += len(converted.bad_updates)
+            status.malformed_reason = converted.bad_updates[0]
+            if not converted.good_updates and status.malformed_since is None:
+                status.malformed_since = time.monotonic()
             log.warning(
                 "gnmi malformed updates dropped: %s",
                 converted.bad_updates[0],
@@ -295,7 +339,19 @@ class TargetSession:
                 ts_ns=converted.ts_ns,
             )
         )
-        self.status.messages += 1
+        status.messages += 1
+
+    def _odd_timestamp(self, how: str, stamp: int) -> None:
+        """Count a notification not stamped in ns; say so the first time for each way."""
+        counts = self.status.odd_timestamps
+        counts[how] += 1
+        if counts[how] > 1 or how == REFUSED:  # a refusal is logged as malformed updates
+            return
+        if how == UNSTAMPED:
+            message = "gnmi target sends notifications without a timestamp: stamped when received"
+        else:
+            message = f"gnmi target stamps notifications in {how} where gNMI has ns: read as {how}"
+        log.warning(message, extra={**self._log_extra, "timestamp": stamp})
 
 
 def _describe(exc: BaseException) -> str:

@@ -3,6 +3,12 @@
 The raw gNMI topic carries gnmic's `json` format, so a Path must be printed exactly as gnmic
 prints it (`origin:/elem[key=value]/...`, several keys sorted by name, no leading slash
 without an origin) for railtrace's decoder to read collector and gnmic output alike.
+
+Paths of gNMI before 0.4 name their elements in the deprecated `element` field, one string per
+element with its keys written in (`interface[name=Ethernet1]`); openconfig's reference fake
+target still sends only those. `with_elems` reads them into `elem`, as openconfig's own client
+does when `elem` is empty, so they print and decode like any other path (gnmic prints them as
+`/`, losing every name).
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ def from_xpath(text: str, *, origin: str = "", target: str = "") -> Any:
                 key, _, value = pair.partition("=")
                 elem.key[key.strip()] = value.strip()
     return path
+
+
+def with_elems(path: Any) -> Any:
+    """`path` itself when it has `elem` (or nothing at all); otherwise a Path whose `elem` is
+    read from its deprecated `element` strings, origin and target kept."""
+    if len(path.elem) or not len(path.element):
+        return path
+    return from_xpath("/".join(path.element), origin=path.origin, target=path.target)
 
 
 def leaf_name(path: Any) -> str:
