@@ -103,7 +103,10 @@ def test_xids_from_a_subprocess_become_node_events(tmp_path: Path) -> None:
         None,
     )
     assert second["ts_ns"] == utc_ns(2026, 12, 6, 18, 45, 0, 123_456_000)
-    assert s.stats.malformed >= 1 and s.stats.repeats >= 2
+    # Read again, the Xid 13 is a repeat the collector recognises; the Xid 79 does not even
+    # reach it: to the parser, the same GPU lost again within minutes is the same loss.
+    assert s.stats.malformed >= 1 and s.stats.repeats >= 1
+    assert len(out.messages) == 2
 
 
 @pytest.mark.integration  # the collector runs its command as a process
