@@ -7,10 +7,11 @@ The corpus has no fabric, so no file gets a host hint, and stamps without a zone
 UTC. Blank lines are counted apart: they say nothing in any source.
 
 A line's family comes from what it yields: its first fact's type (NCCL INFO facts -> nccl, a
-watchdog timeout -> pytorch, Xid or mlx5 -> kernel, RAS report -> ras, step report -> trainer,
-placement from an environment dump -> env; a transport error -> nccl on an NCCL-prefixed line,
-else pytorch, which echoed it), or its dead letter's rule. A fact counts on the line it names
-as its origin (an environment dump's placement is read after its last line but names the first).
+watchdog timeout or report -> pytorch, Xid or mlx5 -> kernel, RAS report -> ras, step report ->
+trainer, placement from an environment dump -> env; a transport error -> nccl on an
+NCCL-prefixed line, else pytorch, which echoed it), or its dead letter's rule. A fact counts on
+the line it names as its origin (an environment dump's placement is read after its last line but
+names the first).
 A line that yields nothing is nccl if it has NCCL's prefix, kernel if it is a driver's line
 (`NVRM`, `mlx5_core`, ` kernel: `), else the family most of its file's productive lines have,
 else "other" (file names are no guide: they name the thread, not the source).
@@ -38,6 +39,7 @@ from railtrace.streams.records import (
     Progress,
     RankInfo,
     RasReport,
+    WatchdogState,
     XidEvent,
 )
 
@@ -59,6 +61,7 @@ _BY_TYPE: dict[type, str] = {
     RasReport: "ras",
     Progress: "trainer",
     JobPlacement: "env",
+    WatchdogState: "pytorch",
 }
 _BY_RULE_PREFIX = (
     ("nccl-", "nccl"),

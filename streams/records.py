@@ -186,10 +186,19 @@ class LinkEvent:
 
 @dataclass(frozen=True, slots=True)
 class LogOrigin:
-    """Where a fact was read: the capture file (or stream) name and the 1-based line number."""
+    """Where a fact was read: the capture file (or stream) name and the 1-based line number.
+
+    `dated_by` says where an event's time came from when its line carried none, so evidence
+    can say the time is borrowed: "line N" for the nearest earlier stamped line of the same
+    file, "shipper" for the log shipper's stamp on the message; "<source> line N" (the job's
+    first stamped line, `streams.logs.undated`) for a fact saying where the job runs that was
+    read before any time. "" otherwise: the line's own stamp, or a structure fact (NICs,
+    ranks, channels) whose time no judgement reads.
+    """
 
     source: str
     line_no: int
+    dated_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +375,14 @@ class CollectiveTimeout:
 
 @dataclass(frozen=True, slots=True)
 class XidEvent:
-    """An NVIDIA driver Xid from the kernel log of a host."""
+    """An NVIDIA driver Xid from the kernel log of a host.
+
+    A GPU that fell off the bus without an `Xid` line (the driver's multi-line "The NVIDIA GPU
+    ... has fallen off the bus" message) is the same loss as Xid 79 and is read as one.
+    `caused_by` is the Xid the driver names as the cause (`caused by previous Xid 149`): such
+    an Xid is a consequence of that fault, not a second one. `severity` ("fatal", "nonfatal")
+    and `link` are what NVLink Xids (144-150) print about the link that failed.
+    """
 
     ts_ns: int
     job_id: str
@@ -375,6 +391,12 @@ class XidEvent:
     xid: int
     detail: str
     origin: LogOrigin
+    #: The process the driver named (`pid=`, `name=`); None and "" when `<unknown>`.
+    pid: int | None = None
+    process: str = ""
+    caused_by: int | None = None
+    severity: str = ""
+    link: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,8 +405,10 @@ class NicEvent:
     itself failed (firmware health, fatal error). What only the host side can tell: a switch
     sees a port go down whichever end failed.
 
-    `netdev` is the interface the kernel named ("" when it named only the PCI function);
-    `state` is "down", "up" or "failed".
+    `netdev` is the interface the kernel named ("" when it named only the PCI function), for
+    an InfiniBand port state (`mlx5_5: Port: 1 Link ACTIVE`) the RDMA device, as NCCL and
+    `cables.csv` name it; `state` is "down", "up", "init" (trained but not yet active) or
+    "failed"; `port` is the device's port number when the kernel printed one.
     """
 
     ts_ns: int
@@ -395,15 +419,68 @@ class NicEvent:
     state: str
     detail: str
     origin: LogOrigin
+    port: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RasReport:
-    """A line of an NCCL RAS report naming ranks or nodes that are unresponsive or missing."""
+    """A line of an NCCL RAS report: a row of its communicator summary, or a rank or process
+    that a section of the report names (missing, dead, or out of step).
+
+    `section` is "summary" for a row of the summary table (its `status` and `errors` columns,
+    `comm` the group "#N"), else the section the line stood under: "INCOMPLETE", "DEAD",
+    "ERROR" or "MISMATCH" ("" from reports read before sections were kept). In a MISMATCH
+    section a rank's `op_count` is how far it launched `operation` while most ranks reached
+    `peer_count`: `standing` is "ahead" or "behind" them, as NCCL lists only the outliers.
+    """
 
     ts_ns: int
     job_id: str
     host: str | None
+    detail: str
+    origin: LogOrigin
+    section: str = ""
+    comm: str = ""
+    rank: int | None = None
+    status: str = ""
+    errors: str = ""
+    operation: str = ""
+    op_count: int | None = None
+    peer_count: int | None = None
+    standing: str = ""
+
+    @property
+    def trouble(self) -> bool:
+        """Whether the line says something is wrong: every section line does; a summary row
+        only when its errors say data is missing or a rank failed (a MISMATCH alone is often a
+        query racing the collectives, NCCL's documentation says, and its section says more)."""
+        return self.section != "summary" or "INCOMPLETE" in self.errors or "ERROR" in self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogState:
+    """What a rank's PyTorch ProcessGroupNCCL watchdog said about its process group's progress.
+
+    `kind` is "failure" (the watchdog caught a failed or timed-out work: `seq`), "dump" (a rank
+    told to dump its state because another rank timed out), "heartbeat" (the monitor found the
+    watchdog itself stuck for `stuck_s` and aborts the process) or "teardown" (the process is
+    taken down). `last_enqueued` / `last_completed` are the group's work sequence numbers as
+    the rank saw them: across ranks of one group, the lowest last-completed was behind.
+    `pg` names the process group as printed (its GUID, or its id in older versions), "" when
+    the line named none; `rank` is the process's global rank when a launcher prefix gave it,
+    else the rank in the group.
+    """
+
+    ts_ns: int
+    job_id: str
+    host: str | None
+    rank: int | None
+    pg: str
+    kind: str
+    seq: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+    stuck_s: int | None
     detail: str
     origin: LogOrigin
 
@@ -484,6 +561,7 @@ JobFact = (
     | Progress
     | NicEvent
     | JobPlacement
+    | WatchdogState
 )
 
 

@@ -19,7 +19,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from railtrace.streams import codec
-from railtrace.streams.records import JOB_ID_MAX_LENGTH, LinkSample, Metric, valid_job_id
+from railtrace.streams.records import (
+    JOB_ID_MAX_LENGTH,
+    LinkSample,
+    Metric,
+    in_time_range,
+    valid_job_id,
+)
 
 
 class WireError(ValueError):
@@ -38,13 +44,18 @@ def _json(data: bytes) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class LogBatch:
-    """Consecutive lines of one source file of one job; `first_line_no` is 1-based."""
+    """Consecutive lines of one source file of one job; `first_line_no` is 1-based.
+
+    `read_ns` is the shipper's stamp: when the collector read the lines (None when the sender
+    had none, as `replay --kafka` has none for a capture's files). It dates the lines that
+    carry no time before their file's first stamped one."""
 
     job_id: str
     source: str
     first_line_no: int
     lines: tuple[str, ...]
     year: int | None = None
+    read_ns: int | None = None
 
 
 def encode_log_batch(batch: LogBatch) -> bytes:
@@ -55,12 +66,14 @@ def encode_log_batch(batch: LogBatch) -> bytes:
             "line_no": batch.first_line_no,
             "lines": list(batch.lines),
             **({"year": batch.year} if batch.year is not None else {}),
+            **({"read_ns": batch.read_ns} if batch.read_ns is not None else {}),
         }
     )
 
 
 def decode_log_batch(data: bytes) -> LogBatch:
-    """A log message: {"job_id", "source", "line_no", "line"} or with "lines" (a list)."""
+    """A log message: {"job_id", "source", "line_no", "line"} or with "lines" (a list), and
+    optionally "year" and "read_ns"."""
     raw = _json(data)
     if not isinstance(raw, dict):
         raise WireError("a log message must be a JSON object")
@@ -80,7 +93,12 @@ def decode_log_batch(data: bytes) -> LogBatch:
     year = raw.get("year")
     if year is not None and (not isinstance(year, int) or not 1970 <= year <= 9999):
         raise WireError("`year`, when given, must be a four-digit integer")
-    return LogBatch(job, source, line_no, tuple(lines), year)
+    read_ns = raw.get("read_ns")
+    if read_ns is not None and (
+        not isinstance(read_ns, int) or isinstance(read_ns, bool) or not in_time_range(read_ns)
+    ):
+        raise WireError("`read_ns`, when given, must be nanoseconds between 1970 and 2106")
+    return LogBatch(job, source, line_no, tuple(lines), year, read_ns or None)
 
 
 SOURCE_MAX_LENGTH = 1024

@@ -25,6 +25,7 @@ from railtrace.streams.records import (
     RankInfo,
     RasReport,
     Verdict,
+    WatchdogState,
     XidEvent,
 )
 
@@ -79,6 +80,7 @@ def job_facts(job_id: str = "slurm-4242") -> list[JobFact]:
         CollectiveTimeout(T0, job_id, None, 3, 1181, "ALLREDUCE", 600_000, 600_012, T0, at(6)),
         XidEvent(T0, job_id, "gpu-node-12", "0000:1a:00.0", 79, "fallen off the bus", at(7)),
         RasReport(T0, job_id, None, "rank 3 unresponsive", at(8)),
+        WatchdogState(T0, job_id, None, 3, "0", "failure", 1181, 1182, 1180, None, "", at(9)),
     ]
 
 

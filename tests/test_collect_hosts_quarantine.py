@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from logs_support import of_type, parse_real
 
 from railtrace.collectors.hosts import (
     CountRule,
@@ -12,6 +13,7 @@ from railtrace.collectors.hosts import (
     QuarantinePolicy,
     XidObservation,
 )
+from railtrace.streams.records import XidEvent
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -128,3 +130,37 @@ def test_snapshot_restore_round_trips_through_json() -> None:
 def test_unreadable_snapshots_are_refused(snap: object) -> None:
     with pytest.raises(ValueError):
         QuarantinePolicy.restore(QuarantineConfig(), snap)  # type: ignore[arg-type]
+
+
+def test_xids_caused_by_a_previous_xid_are_not_counted_as_faults_of_their_own() -> None:
+    """NVIDIA/open-gpu-kernel-modules#1150: four Xid 45, each `caused by previous Xid 145` or
+    149 (the NVLink failures). Counted as Xid 45s they would quarantine the node three times
+    over for the cleanup after one fault."""
+    facts, _ = parse_real("ogkm_1150_kernel_prefix_xid.log")
+    rule = QuarantineConfig(counted=[CountRule(xids=[45], count=3, window_s=60)])
+
+    def seen(caused_by: bool) -> list[XidObservation]:
+        return [
+            XidObservation(
+                "gpu7", T0 + i * S, x.xid, x.pci, x.detail, x.caused_by if caused_by else None
+            )
+            for i, x in enumerate(of_type(facts, XidEvent))
+        ]
+
+    consequences = QuarantinePolicy(rule)
+    assert [consequences.observe(o) for o in seen(caused_by=True)] == [None] * 4
+    assert consequences.quarantined() == []
+    # The same Xids with nothing said of their cause do add up.
+    faults = QuarantinePolicy(rule)
+    assert any(faults.observe(o) is not None for o in seen(caused_by=False))
+
+
+def test_the_cause_of_an_xid_survives_the_policys_snapshot() -> None:
+    p = QuarantinePolicy(QuarantineConfig())
+    o = XidObservation("gpu7", T0, 79, "0000:3b:00", "fallen off the bus", caused_by=154)
+    p.observe(o)
+    restored = QuarantinePolicy.restore(
+        QuarantineConfig(), orjson.loads(orjson.dumps(p.snapshot()))
+    )
+    assert restored.snapshot() == p.snapshot()
+    assert XidObservation.from_json(o.to_json()) == o

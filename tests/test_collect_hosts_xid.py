@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from logs_support import utc_ns
+from logs_support import real_lines, utc_ns
 
 from railtrace.collectors.emit import Collected
 from railtrace.collectors.hosts import XidScraper, XidScraperConfig, nodeevents
@@ -102,7 +103,10 @@ def test_xids_from_a_subprocess_become_node_events(tmp_path: Path) -> None:
         None,
     )
     assert second["ts_ns"] == utc_ns(2026, 12, 6, 18, 45, 0, 123_456_000)
-    assert s.stats.malformed >= 1 and s.stats.repeats >= 2
+    # Read again, the Xid 13 is a repeat the collector recognises; the Xid 79 does not even
+    # reach it: to the parser, the same GPU lost again within minutes is the same loss.
+    assert s.stats.malformed >= 1 and s.stats.repeats >= 1
+    assert len(out.messages) == 2
 
 
 @pytest.mark.integration  # the collector runs its command as a process
@@ -170,3 +174,28 @@ def test_an_unreadable_state_file_is_set_aside(tmp_path: Path) -> None:
     s = XidScraper(cfg, Collected())
     assert s.policy.quarantined() == []
     assert cfg.state_file.with_name("xid-state.json.bad").read_text() == "garbage"
+
+
+def test_an_untimed_kernel_line_is_dated_when_it_was_read_never_at_the_epoch(
+    tmp_path: Path,
+) -> None:
+    """Plain `dmesg` stamps lines with seconds since boot (Bumblebee-Project/Bumblebee#677):
+    the collector is the line's shipper, and dates it when it read it."""
+    line = real_lines("bumblebee_677_dmesg_monotonic.log")[0].decode()
+    out = Collected()
+    s = XidScraper(config(tmp_path, command=["true"]), out)
+    before = time.time_ns()
+    asyncio.run(s.handle_line(line))
+    after = time.time_ns()
+    (event,) = events(out)
+    assert event["xid"] == 32
+    assert before <= event["ts_ns"] <= after
+
+
+def test_a_consequential_xid_carries_its_cause_in_the_node_event(tmp_path: Path) -> None:
+    line = real_lines("ogkm_1150_kernel_prefix_xid.log")[0].decode()
+    out = Collected()
+    s = XidScraper(config(tmp_path, command=["true"]), out)
+    asyncio.run(s.handle_line(line))
+    (event,) = events(out)
+    assert (event["xid"], event["caused_by"]) == (45, 149)

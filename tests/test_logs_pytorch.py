@@ -8,7 +8,7 @@ import pytest
 from logs_support import JOB, of_type, parse_real, parse_text, real_lines, utc_ns
 
 from railtrace.streams.logs import parse_lines
-from railtrace.streams.records import CollectiveTimeout, LogOrigin, NetError
+from railtrace.streams.records import CollectiveTimeout, LogOrigin, NetError, WatchdogState
 
 FUZZ = Path(__file__).parent / "fixtures" / "fuzz"
 
@@ -85,10 +85,12 @@ def test_watchdog_line_then_rethrow_of_same_work_is_one_timeout() -> None:
     assert (t.rank, t.seq, t.origin.line_no) == (1, 808, 1)
 
 
-def test_followup_lines_of_a_timeout_add_no_facts() -> None:
+def test_followup_lines_of_a_timeout_are_one_teardown_of_the_rank() -> None:
     facts, stats = parse_real("llamafactory_8261_some_ops_failed_rethrow.log")
-    assert facts == []
-    assert stats.skipped == 3
+    (down,) = facts
+    assert isinstance(down, WatchdogState)
+    assert (down.kind, down.rank, down.origin.line_no) == ("teardown", 4, 3)
+    assert stats.skipped == 2
 
 
 def test_timeout_host_is_that_of_last_nccl_line_else_none() -> None:
@@ -149,3 +151,83 @@ def test_an_error_line_after_a_stray_last_error_is_its_own_error() -> None:
         (e.kind, e.peer) for e in of_type(alone, NetError)
     ]
     assert [e.kind for e in of_type(alone, NetError)] == ["remote-error"]
+
+
+# --- what the watchdog says besides the timeout -----------------------------------------------
+
+# fmt: off
+STATES = [
+    # (fixture, line index, kind, pg, rank, seq, last enqueued, last completed, stuck s)
+    # 2.4: "Exception (either an error or timeout) detected by watchdog at work: N, ..."
+    ("llamafactory_6269_watchdog_pt24.log", 1, "failure", "1", 0, 7753, 7755, 7752, None),
+    # 2.5: the same under `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
+    ("basicsr_737_pg_id_guid.log", 1, "failure", "0(default_pg)", 1, 808, 811, 807, None),
+    # 2.4: "Timeout at NCCL work: N, ..."
+    ("llamafactory_6269_timeout_at_work_teardown.log", 1,
+     "failure", "1", 0, 7753, 7755, 7752, None),
+    # 2.5: a work that never completed anything (-1)
+    ("nccl_1504_timeout_at_work_never_completed.log", 0,
+     "failure", "0(default_pg)", 1, 1, 1, -1, None),
+    # 2.6: the launcher's global rank 12 is rank 0 of process group 143
+    ("nccl_1610_group_rank_behind_global_rank.log", 0, "failure", "143", 12, 87, 87, 86, None),
+    # 2.7: "failure detected by watchdog at work sequence id: N PG status: ..."
+    ("nccl_1730_ras_ok_then_watchdog.log", 24,
+     "failure", "0(default_pg)", 118, 2398459, 2398578, 2398458, None),
+    ("openrlhf_1126_dump_signal_from_rank6.log", 3,
+     "failure", "0(default_pg)", 7, 460631, 460631, 460630, None),
+    # a rank told to dump because rank 6 timed out
+    ("openrlhf_1126_dump_signal_from_rank6.log", 0,
+     "dump", "0(default_pg)", 2, None, 460631, 460630, None),
+    # the heartbeat monitor: 2.3 without time, 2.6 with a named process group
+    ("llamafactory_6953_heartbeat_monitor_pt23.log", 2,
+     "heartbeat", "0", 144, None, None, None, 600),
+    ("ms_swift_7992_heartbeat_pg_guid_name.log", 0,
+     "heartbeat", "99(EXPERT_MODEL_PARALLEL_GROUP)", 4, None, None, None, 480),
+    # the process taken down
+    ("llamafactory_8261_some_ops_failed_rethrow.log", 2,
+     "teardown", "", 4, None, None, None, None),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "kind", "pg", "rank", "seq", "enqueued", "completed", "stuck"),
+    STATES,
+    ids=[f"{s[0]}:{s[1]}" for s in STATES],
+)
+def test_watchdog_progress_abort_and_teardown_wordings_from_pytorch_2_3_to_2_7(
+    name: str,
+    index: int,
+    kind: str,
+    pg: str,
+    rank: int,
+    seq: int | None,
+    enqueued: int | None,
+    completed: int | None,
+    stuck: int | None,
+) -> None:
+    facts, stats = parse_text(real_lines(name)[index].decode())
+    (s,) = of_type(facts, WatchdogState)
+    assert (s.kind, s.pg, s.rank, s.seq, s.last_enqueued, s.last_completed, s.stuck_s) == (
+        kind, pg, rank, seq, enqueued, completed, stuck
+    )  # fmt: skip
+    assert stats.malformed == 0
+
+
+def test_each_rank_says_how_far_it_got_once_and_is_taken_down_once() -> None:
+    """PyTorch 2.4 prints `Exception ... detected by watchdog at work: 7753` and `Timeout at
+    NCCL work: 7753` for the same work of rank 0: one report; then every rank's teardown."""
+    facts, _ = parse_real("llamafactory_6269_timeout_at_work_teardown.log")
+    assert [(s.kind, s.rank, s.last_completed) for s in of_type(facts, WatchdogState)] == [
+        ("failure", 0, 7752),
+        ("teardown", 0, None),
+        ("failure", 2, 7752),
+        ("teardown", 2, None),
+        ("failure", 6, 7752),
+    ]
+
+
+def test_heartbeat_abort_is_one_fact_from_the_line_that_says_how_long() -> None:
+    facts, _ = parse_real("llamafactory_6953_heartbeat_monitor_pt23.log")
+    (s,) = of_type(facts, WatchdogState)
+    assert (s.kind, s.stuck_s, s.origin.line_no) == ("heartbeat", 600, 3)

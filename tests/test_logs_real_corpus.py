@@ -7,11 +7,9 @@ holds a gap in place:
 
 - `nccl_952_redacted_host_socket_channels.txt`: the reporter's `<cluster_name>` hides the host,
   so its channel lines can be placed nowhere: counted dead letters, not hops on a guessed host.
-- `nccl_docs_ras_*`: `The missing rank: 21` and NCCL 2.29's `PEER_DEAD:` monitor line give nothing.
-- not pinned: PyTorch's heartbeat monitor (`llamafactory_6953`), a GPU fallen off the bus
-  without an Xid (`nvsentinel_155`), an InfiniBand port's `Link INIT` / `Link ACTIVE`
-  (`gpud_1209`), and three excerpts whose only content may deserve a fact (`nccl_tests_244`'s
-  rank table, `ogkm_1230`'s GSP timeout, `pytorch_128680`'s store connection reset).
+- `nccl_docs_ras_*`: NCCL 2.29's `PEER_DEAD:` monitor line gives nothing.
+- not pinned: three excerpts whose only content may deserve a fact (`nccl_tests_244`'s rank
+  table, `ogkm_1230`'s GSP timeout, `pytorch_128680`'s store connection reset).
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from railtrace.streams.records import (
     Progress,
     RankInfo,
     RasReport,
+    WatchdogState,
     XidEvent,
 )
 
@@ -62,6 +61,9 @@ def summary(fact: JobFact) -> tuple[Any, ...]:
     if isinstance(fact, Progress):
         pace = (fact.step, fact.step_ms, fact.tokens_per_s, fact.total_steps)
         return (line, "progress", fact.host, *pace)
+    if isinstance(fact, WatchdogState):
+        work = (fact.seq, fact.last_enqueued, fact.last_completed, fact.stuck_s)
+        return (line, fact.kind, fact.pg, fact.rank, *work)
     raise AssertionError(f"no summary for {type(fact).__name__}")
 
 
@@ -69,6 +71,12 @@ T = "timeout"
 P2P = "P2P/IPC/read"
 RAS_MISMATCH = "#0-0 (27a079b828ff1a75) MISMATCH: Rank {} -- GPU {} managed by process {} on node "
 FINALIZE = "#0-0 (9e17999afaa87dbb) MISMATCH: Rank {} -- GPU {} managed by process {} on node {}"
+SUMMARY = (
+    "RAS summary group #{}: {} communicator(s) of {} ranks on {} node(s) ({} per node): "
+    "status {}, errors {}"
+)
+#: The process the RAS page stops, first missing, then declared dead.
+STOPPED = "Process 3487984 on node 172.16.64.213 managing GPU 5"
 BONDS = tuple(f"{i}:mlx5_bond_{i}:1/RoCE" for i in range(9))
 
 EXACT: dict[str, list[tuple[Any, ...]]] = {
@@ -145,26 +153,47 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
     "vllm_2734_ray_pt21_vllm_info_stamp.log": [
         (3, T, None, 4, 20518, "ALLREDUCE", 1800000, 1800270),
     ],
-    "vllm_6042_ray_color_prefix_gather.log": [(1, T, None, 1, 158046, "GATHER", 600000, 600027)],
-    "vllm_6042_pipe_prefix_pt23_untimed.log": [(3, T, None, 0, 2, "ALLREDUCE", 600000, 600059)],
+    "vllm_6042_ray_color_prefix_gather.log": [
+        (1, T, None, 1, 158046, "GATHER", 600000, 600027),
+        (2, "failure", "1", 1, 158046, 158046, 158045, None),
+        (4, "teardown", "", 1, None, None, None, None),
+    ],
+    "vllm_6042_pipe_prefix_pt23_untimed.log": [
+        (3, T, None, 0, 2, "ALLREDUCE", 600000, 600059),
+        (4, "failure", "2", 0, 2, 2, 1, None),
+        (6, "teardown", "", 0, None, None, None, None),
+    ],
     "vllm_5360_pt23_what_pg0_rethrow.log": [(2, T, None, 0, 1, "ALLREDUCE", 600000, 600091)],
     "vllm_8978_init_complete_then_pt24_default_pg.log": [
         (1, "rank", "cuda0003", 2949601, "0x795520212f433144", 0, 4),
         (1, "init-complete", "cuda0003", 2949601, "0x795520212f433144", 0, 4),
         (2, T, "cuda0003", 2, 1, "ALLREDUCE", 600000, 600009),
+        (3, "failure", "0(default_pg)", 2, 1, 1, -1, None),
         (4, T, "cuda0003", 0, 1, "ALLREDUCE", 600000, 600012),
+        (5, "failure", "0(default_pg)", 0, 1, 1, -1, None),
         (6, T, "cuda0003", 1, 1, "ALLREDUCE", 600000, 600019),
     ],
     "diffsynth_458_pg_guid_9_coalesced.log": [
         (1, T, None, 4, 610, "COALESCED", 600000, 600086),
+        # `Exception ... detected by watchdog at work: 610` and `Timeout at NCCL work: 610`
+        (2, "failure", "9", 4, 610, 616, 609, None),
+        (5, "teardown", "", 4, None, None, None, None),
         (6, T, None, 6, 610, "COALESCED", 600000, 600087),
     ],
     "openrlhf_1126_dump_signal_from_rank6.log": [
+        (1, "dump", "0(default_pg)", 2, None, 460631, 460630, None),
         (3, T, None, 7, 460631, "ALLREDUCE", 600000, 600020),
+        (4, "failure", "0(default_pg)", 7, 460631, 460631, 460630, None),
     ],
+    # Rank 3 completed one work less than rank 0 of the same process group: it was behind.
     "vllm_23448_two_ranks_pg_guid_first_to_dump.log": [
         (1, T, None, 0, 5730, "BROADCAST", 600000, 600009),
+        (2, "failure", "67", 0, 5730, 6464, 5729, None),
         (5, T, None, 3, 5729, "BROADCAST", 600000, 600008),
+        (6, "failure", "67", 3, 5729, 6464, 5728, None),
+    ],
+    "llamafactory_6953_heartbeat_monitor_pt23.log": [
+        (3, "heartbeat", "0", 144, None, None, None, 600),
     ],
     "vllm_omni_2928_watchdog_runloop_rethrow.log": [
         (1, T, None, 1, 5524, "ALLREDUCE", 600000, 600066),
@@ -180,21 +209,34 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
     "nccl_875_pt113_runtime_error_v2103.log": [(4, "net-error", "", 0, "system-error", None)],
     # -- NCCL RAS --
     "nccl_docs_ras_mismatch_op_counts.log": [
-        (15 + i, "ras", "172.16.64.210", RAS_MISMATCH.format(r, r, pid) + "172.16.64.210")
-        for i, (r, pid) in enumerate(
-            [(0, 483072), (2, 483074), (3, 483075), (4, 483076), (5, 483077), (7, 483079)]
-        )
+        (6, "ras", None, SUMMARY.format(0, 1, 32, 4, 8, "RUNNING", "MISMATCH")),
+        *(
+            (15 + i, "ras", "172.16.64.210", RAS_MISMATCH.format(r, r, pid) + "172.16.64.210")
+            for i, (r, pid) in enumerate(
+                [(0, 483072), (2, 483074), (3, 483075), (4, 483076), (5, 483077), (7, 483079)]
+            )
+        ),
     ],
     "nccl_docs_ras_finalize_status_mismatch.log": [
-        (n, "ras", node, FINALIZE.format(rank, gpu, pid, node))
-        for n, rank, gpu, pid, node in [
-            (13, 0, 0, 507285, "172.16.64.210"),
-            (14, 8, 0, 1598388, "172.16.64.212"),
-            (15, 16, 0, 3500071, "172.16.64.213"),
-            (16, 24, 0, 2405067, "172.16.64.222"),
-            (18, 4, 4, 507289, "172.16.64.210"),
-            (19, 20, 4, 3500075, "172.16.64.213"),
-        ]
+        (3, "ras", None, SUMMARY.format(0, 1, 32, 4, "1-2", "FINALIZE", "MISMATCH")),
+        (4, "ras", None, SUMMARY.format(1, 7, 4, 4, 1, "RUNNING", "OK")),
+        (5, "ras", None, SUMMARY.format(2, 1, 4, 4, 1, "INIT", "OK")),
+        *(
+            (n, "ras", node, FINALIZE.format(rank, gpu, pid, node))
+            for n, rank, gpu, pid, node in [
+                (13, 0, 0, 507285, "172.16.64.210"),
+                (14, 8, 0, 1598388, "172.16.64.212"),
+                (15, 16, 0, 3500071, "172.16.64.213"),
+                (16, 24, 0, 2405067, "172.16.64.222"),
+                (18, 4, 4, 507289, "172.16.64.210"),
+                (19, 20, 4, 3500075, "172.16.64.213"),
+            ]
+        ),
+    ],
+    "nccl_docs_ras_incomplete_missing_rank_timeout.log": [
+        (6, "ras", None, SUMMARY.format(0, 1, 32, 4, "7-8", "RUNNING", "INCOMPLETE")),
+        (13, "ras", "172.16.64.213", f"INCOMPLETE: {STOPPED}"),
+        (17, "ras", None, "#0-0 (cf264af53edbe986) INCOMPLETE: The missing rank: 21"),
     ],
     # -- kernel: Xid and mlx5 --
     "gpu_operator_1146_syslog_dmesg_stamp_xid48_64.log": [
@@ -208,6 +250,12 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
         (4, "xid", "", "0000:9b:00", 94),
     ],
     "gpud_500_scan_output_xid119_gsp.log": [(n, "xid", "", "0000:9b:00", 119) for n in (2, 3, 4)],
+    # The driver's three lines of a GPU fallen off the bus, without an Xid: an Xid 79.
+    "nvsentinel_155_fallen_off_bus_without_xid.log": [(3, "xid", "", "0000:b3:00", 79)],
+    "gpud_1209_journalctl_k_mlx5_ib_port_states.log": [
+        (2, "nic", "000-000-00000-1-gpu-1", "0000:ab:00.0", "mlx5_5", "init"),
+        (5, "nic", "000-000-00000-1-gpu-1", "0000:ab:00.0", "mlx5_5", "up"),
+    ],
     "cubecos_733_journal_mlx5_link_up_repeats.log": [
         (n, "nic", "cc1", "0000:01:00.1", "eth1", "up") for n in (1, 3, 5, 7)
     ],
@@ -253,15 +301,11 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
     ],
 }
 
-#: The process the RAS page stops, first missing, then declared dead.
-STOPPED = "Process 3487984 on node 172.16.64.213 managing GPU 5"
 #: Facts that must be among those an excerpt yields, where the rest of it is not yet read right.
 PARTIAL: dict[str, list[tuple[Any, ...]]] = {
-    "nccl_docs_ras_incomplete_missing_rank_timeout.log": [
-        (13, "ras", "172.16.64.213", f"INCOMPLETE: {STOPPED}"),
-    ],
     "nccl_docs_ras_dead_then_monitor_peer_dead.log": [
         (6, "ras", "172.16.64.213", f"DEAD: {STOPPED}"),
+        (10, "ras", None, "#0-0 (cf264af53edbe986) INCOMPLETE: The missing rank: 21"),
     ],
 }
 
@@ -298,13 +342,13 @@ def test_redacted_host_channel_lines_are_dead_letters_not_hops_on_a_guessed_host
         ("nccl_1905_shipper_stamp_qp_fatal_hca.log", 2024, 0,
          utc_ns(2025, 11, 9, 7, 39, 31, 43_000_000)),
         # c10's month-day stamp takes the year from the hint.
-        ("vllm_23448_two_ranks_pg_guid_first_to_dump.log", 2025, 1,
+        ("vllm_23448_two_ranks_pg_guid_first_to_dump.log", 2025, 2,
          utc_ns(2025, 8, 22, 16, 31, 16, 135_435_629)),
         ("vllm_8978_init_complete_then_pt24_default_pg.log", 2024, 2,
          utc_ns(2024, 10, 1, 16, 6, 4, 537_131_842)),
         ("diffsynth_458_pg_guid_9_coalesced.log", 2025, 0,
          utc_ns(2025, 3, 18, 7, 39, 53, 792_630_246)),
-        ("openrlhf_1126_dump_signal_from_rank6.log", 2025, 0,
+        ("openrlhf_1126_dump_signal_from_rank6.log", 2025, 1,
          utc_ns(2025, 9, 1, 5, 20, 3, 123_992_144)),
         # Classic syslog: the syslog stamp, not the kernel's seconds since boot inside it.
         ("gpu_operator_1146_syslog_dmesg_stamp_xid48_64.log", 2024, 0,

@@ -173,6 +173,7 @@ def test_job_facts_round_trip_with_their_origin(store: SqlStore) -> None:
         ("collective-timeout", "", 3, ""),
         ("xid", "gpu-node-12", None, ""),
         ("ras-report", "", None, ""),
+        ("torch-watchdog", "", 3, ""),
     ]
     assert {r["job"] for r in got} == {"slurm-4242"}
     assert [(r["origin_source"], r["origin_line"]) for r in got] == [

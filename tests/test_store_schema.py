@@ -104,6 +104,7 @@ def test_every_fact_kind_has_a_stable_name() -> None:
         "collective-timeout",
         "xid",
         "ras-report",
+        "torch-watchdog",
     ]
 
 

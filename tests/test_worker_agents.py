@@ -41,6 +41,7 @@ from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
+from railtrace.streams.logs.undated import JobClock
 from railtrace.streams.records import (
     ChannelEdge,
     DeadLetter,
@@ -281,14 +282,31 @@ def healthy(scenario: Scenario) -> JobLogs:
     return logs_of(scenario, job)
 
 
-def embedded(sc: Scenario, logs: JobLogs) -> tuple[list[Any], Verdict]:
-    """What the core says without the worker: one parser per file, one correlator."""
+def embedded_batches(logs: JobLogs, batches: list[wire.LogBatch]) -> list[list[Any]]:
+    """The facts the core gives for each of `batches` in turn, without the worker: one parser
+    per file, fed as a worker feeds it (a message's lines, then a pause), and the job's clock
+    for the lines that carry no time, which reads them in that order."""
+    parsers: dict[str, LogParser] = {}
+    clock = JobClock()
+    out = []
+    for b in batches:
+        parser = parsers.setdefault(b.source, LogParser(logs.job_id, b.source, logs.year))
+        facts = [
+            f for i, line in enumerate(b.lines) for f in parser.feed(line, b.first_line_no + i)
+        ]
+        dated, _ = clock.date([*facts, *parser.pause()])
+        out.append(dated)
+    return out
+
+
+def embedded(
+    sc: Scenario, logs: JobLogs, batches: list[wire.LogBatch] | None = None
+) -> tuple[list[Any], Verdict]:
+    """What the core says without the worker, read in the order of `batches` (the job's files
+    one after the other by default): the facts and the verdict of one correlator."""
     correlator = Correlator(sc.fabric, Settings().attribution)
-    facts = []
-    for source, lines in logs.files.items():
-        parser = LogParser(logs.job_id, source, logs.year)
-        for line in lines:
-            facts.extend(parser.feed(line))
+    per_batch = embedded_batches(logs, logs.batches() if batches is None else batches)
+    facts = [f for batch in per_batch for f in batch]
     for fact in facts:
         correlator.observe(fact)
     (verdict,) = [v for v in correlator.verdicts() if v.job_id == logs.job_id]
@@ -538,9 +556,13 @@ def test_the_parser_snapshot_in_the_log_parsers_table_restores_and_resumes_on_a_
 
     run(second_half())
 
-    expected_facts, expected_verdict = embedded(scenario, hung)
+    # Read in the same order: what the lines without a time are dated by depends on it.
+    first, rest = hung.batches(stop=half), hung.batches(start=half)
+    _, expected_verdict = embedded(scenario, hung, first + rest)
     resumed = list(decoded(b.facts()))
-    assert resumed == [f for f in expected_facts if f.origin.line_no > half]
+    assert resumed == [
+        f for batch in embedded_batches(hung, first + rest)[len(first) :] for f in batch
+    ]
     assert resumed, "the second half held no facts: the test would prove nothing"
     assert next(iter(decoded(b.verdicts()[-1:]))) == expected_verdict
     for source, parser in parser_snapshot(b, hung.job_id).by_source.items():
@@ -691,9 +713,15 @@ def test_a_partition_moved_away_and_given_back_resumes_from_the_table_not_stale_
 
     run(go())
     run(uninterrupted())
-    expected_facts, expected_verdict = embedded(scenario, hung)
+    # Read in the same order: what the lines without a time are dated by depends on it.
+    slices = [hung.batches(start=lo, stop=hi) for lo, hi in ((0, third), (third, 2 * third))]
+    read_before = slices[0] + slices[1]
+    in_order = read_before + hung.batches(start=2 * third)
+    _, expected_verdict = embedded(scenario, hung, in_order)
     resumed = list(decoded(a.facts()))
-    assert resumed == [f for f in expected_facts if f.origin.line_no > 2 * third]
+    assert resumed == [
+        f for batch in embedded_batches(hung, in_order)[len(read_before) :] for f in batch
+    ]
     assert resumed, "the last third held no facts: the test would prove nothing"
     assert next(iter(decoded(a.verdicts()[-1:]))) == expected_verdict
     # What A saved knows the middle third it never read: B's work, taken from the table.
@@ -912,16 +940,22 @@ def test_a_logs_env_dump_naming_an_uncabled_host_is_dead_lettered_as_the_replay_
         "gpu2,dcim.interface,mlx5_0,leaf1,dcim.interface,swp2\n"
     )
     # A node list, then the dump of a process on a host the plan lacks, ending the file (the
-    # shipper's message): a job that hung right after printing its environment.
-    lines = ["SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=gpu1,ghost-01", "SLURMD_NODENAME=ghost-02"]
+    # shipper's message): a job that hung right after printing its environment. The stamped
+    # line dates them: a job whose logs show no time at all could place nothing in time.
+    lines = [
+        "[2026-05-12 09:00:00] starting job 7",
+        "SLURM_JOB_ID=7",
+        "SLURM_JOB_NODELIST=gpu1,ghost-01",
+        "SLURMD_NODENAME=ghost-02",
+    ]
     (cap / "logs" / "7" / "slurm-7.out").write_text("\n".join(lines) + "\n")
     capture = open_capture(cap)
     replayed = DeadLetters()
     report = replay(capture, cast(Sink, replayed))
     expected = [f"placement: {d.source} line {d.line_no}: {d.reason}" for d in replayed.rows]
     assert len(expected) == 2
-    assert "line 2: job 7: 1 of its 2 hosts are not in cables.csv (ghost-01)" in expected[0]
-    assert "line 1: job 7: 1 of its 1 hosts are not in cables.csv (ghost-02)" in expected[1]
+    assert "line 3: job 7: 1 of its 2 hosts are not in cables.csv (ghost-01)" in expected[0]
+    assert "line 2: job 7: 1 of its 1 hosts are not in cables.csv (ghost-02)" in expected[1]
 
     w = make_worker(tmp_path, capture.fabric)
 
@@ -986,7 +1020,8 @@ def test_the_workers_read_zoneless_stamps_in_the_site_zone_also_after_a_restore(
     summer_utc = int(datetime(2024, 7, 31, 21, 14, 18, tzinfo=UTC).timestamp()) * 10**9
     assert xid.ts_ns == summer_utc  # Berlin is UTC+2 in July
     restored = _Parsers.restore(named, berlin, orjson.loads(orjson.dumps(parsers.snapshot())))
-    (again,) = restored.parser(batch).feed(line, 2)
+    # Another GPU: the same one lost again at the same time would be the same loss.
+    (again,) = restored.parser(batch).feed(line.replace("00:05", "00:06"), 2)
     assert again.ts_ns == summer_utc
 
 

@@ -13,12 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
+from pathlib import Path
 from typing import Protocol
 
 from railtrace.replay.capture import Capture
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
+from railtrace.streams.logs.undated import JobClock
 from railtrace.streams.pipeline import Pipeline
 from railtrace.streams.records import (
     CablingEvent,
@@ -188,18 +190,15 @@ def _decode(
     named = SourceHosts(capture.fabric.hosts())
     started = time.perf_counter()
     for job_id, paths in capture.log_files.items():
+        # Lines with no time of their own nor in their file: see streams.logs.undated.
+        clock = JobClock()
         for path in paths:
             source = capture.log_source(path)
             parser = LogParser(job_id, source, year, named.of(source), local)
-            with path.open("rb") as fh:
-                for line in fh:
-                    out.facts.extend(parser.feed(line))
-                    if len(parser.stats.dead_letters) >= DEAD_LETTER_BATCH:
-                        store_dead("logs", parser.stats.take_dead_letters())
-            out.facts.extend(parser.pause())
+            _parse_log(path, parser, clock, out.facts, store_dead)
             report.log_lines += parser.stats.lines
-            store_dead("logs", parser.stats.take_dead_letters())
             tick("decode", 1, files)
+        store_dead("untimed", clock.leftover())
     for path in capture.scheduler_files:
         placed = read_placements(capture.log_source(path), path.read_bytes(), local)
         out.facts.extend(placed.placements)
@@ -212,6 +211,34 @@ def _decode(
     report.facts = len(out.facts)
     report.logs_s = time.perf_counter() - started
     return out
+
+
+def _parse_log(
+    path: Path,
+    parser: LogParser,
+    clock: JobClock,
+    facts: list[JobFact],
+    store_dead: Callable[[str, list[DeadLetter]], None],
+) -> None:
+    """Add the facts of one log file to `facts`, dated by its job's `clock`; its dead letters
+    are stored as they pile up, so all are kept in bounded memory."""
+    untimed: list[DeadLetter] = []
+    with path.open("rb") as fh:
+        for line in fh:
+            found = parser.feed(line)
+            if found:
+                dated, dead = clock.date(found)
+                facts.extend(dated)
+                untimed.extend(dead)
+            if len(parser.stats.dead_letters) >= DEAD_LETTER_BATCH:
+                store_dead("logs", parser.stats.take_dead_letters())
+            if len(untimed) >= DEAD_LETTER_BATCH:
+                store_dead("untimed", untimed)
+                untimed = []
+    dated, dead = clock.date(parser.pause())
+    facts.extend(dated)
+    store_dead("logs", parser.stats.take_dead_letters())
+    store_dead("untimed", untimed + dead)
 
 
 class _Batches:

@@ -36,6 +36,7 @@ from railtrace.streams.records import (
     RankInfo,
     RasReport,
     Verdict,
+    WatchdogState,
     XidEvent,
 )
 
@@ -52,10 +53,18 @@ FACT_KINDS: dict[type[JobFact], str] = {
     Progress: "progress",
     NicEvent: "nic-event",
     JobPlacement: "placement",
+    WatchdogState: "torch-watchdog",
 }
 FACT_TYPES: dict[str, type[JobFact]] = {kind: cls for cls, kind in FACT_KINDS.items()}
 #: The kinds of fact that happened at a moment; the rest describe the job's structure.
-EVENT_FACT_KINDS = ("net-error", "collective-timeout", "xid", "ras-report", "nic-event")
+EVENT_FACT_KINDS = (
+    "net-error",
+    "collective-timeout",
+    "xid",
+    "ras-report",
+    "nic-event",
+    "torch-watchdog",
+)
 #: The trainer's step reports: many, each unremarkable; read for a job's pace, not its events.
 PROGRESS_FACT_KINDS = ("progress",)
 #: The kinds that describe where a job runs and how its ranks talk: all its paths need.
@@ -160,7 +169,7 @@ def _fact_scope(fact: JobFact) -> tuple[int | None, str]:
             return fact.rank, fact.comm_id
         case ChannelEdge():
             return fact.src_rank, fact.comm_id
-        case CollectiveTimeout():
+        case CollectiveTimeout() | WatchdogState():
             return fact.rank, ""
         case _:
             return None, ""

@@ -27,6 +27,7 @@ from railtrace.streams.attribution.verdicts import (
     healthy_verdict,
     stall_time,
 )
+from railtrace.streams.attribution.watchdog import stall_of
 from railtrace.streams.records import (
     CauseKind,
     Endpoint,
@@ -542,7 +543,8 @@ def _turning_points(view: JobView) -> set[int]:
     floor = 2**63
     hang = [(t.ts_ns, t.started_ns) for t in view.timeouts]
     hang += [(e.ts_ns, e.ts_ns) for e in view.net_errors]
-    hang += [(r.ts_ns, r.ts_ns) for r in view.ras]
+    hang += [(r.ts_ns, r.ts_ns) for r in view.ras if r.trouble]
+    hang += [(w.ts_ns, stall_of(w)) for w in view.watchdogs]
     for ts, stall in sorted(hang):
         if 0 < stall < floor:
             floor = stall

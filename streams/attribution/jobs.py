@@ -17,6 +17,7 @@ import orjson
 
 from railtrace.streams import codec
 from railtrace.streams.attribution.pace import DEFAULT_RULES, Pace, PaceRules
+from railtrace.streams.attribution.watchdog import stall_of
 from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
@@ -31,6 +32,7 @@ from railtrace.streams.records import (
     Progress,
     RankInfo,
     RasReport,
+    WatchdogState,
     XidEvent,
 )
 from railtrace.topology.fabric import Fabric
@@ -65,6 +67,7 @@ class JobView:
     xids_at: dict[tuple[str, int], XidEvent] = field(default_factory=dict)
     ras_at: dict[tuple[str, int], RasReport] = field(default_factory=dict)
     nics_at: dict[tuple[str, int], NicEvent] = field(default_factory=dict)
+    watchdogs_at: dict[tuple[str, int], WatchdogState] = field(default_factory=dict)
     pace: Pace = field(default_factory=Pace)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
@@ -129,7 +132,10 @@ class JobView:
                 self._evidence(self.xids_at, fact, 0)
                 return Change.EVIDENCE
             case RasReport():
-                return self._evidence(self.ras_at, fact, fact.ts_ns)
+                # A healthy summary row is kept (it is shown) but dates no stall.
+                return self._evidence(self.ras_at, fact, fact.ts_ns if fact.trouble else 0)
+            case WatchdogState():
+                return self._evidence(self.watchdogs_at, fact, stall_of(fact))
             case NicEvent():
                 self._evidence(self.nics_at, fact, 0)
                 return Change.EVIDENCE
@@ -190,6 +196,10 @@ class JobView:
     @property
     def nic_events(self) -> list[NicEvent]:
         return list(self.nics_at.values())
+
+    @property
+    def watchdogs(self) -> list[WatchdogState]:
+        return list(self.watchdogs_at.values())
 
     @property
     def ranks(self) -> int:
@@ -260,6 +270,7 @@ class JobView:
                     *self.xids_at.values(),
                     *self.ras_at.values(),
                     *self.nics_at.values(),
+                    *self.watchdogs_at.values(),
                 )
             ],
             "pace": self.pace.snapshot(),
@@ -299,5 +310,7 @@ def _digest(placement: JobPlacement) -> str:
     return hashlib.blake2b(orjson.dumps(codec.encode(placement)), digest_size=12).hexdigest()
 
 
-def _at(fact: CollectiveTimeout | NetError | XidEvent | RasReport | NicEvent) -> tuple[str, int]:
+def _at(
+    fact: CollectiveTimeout | NetError | XidEvent | RasReport | NicEvent | WatchdogState,
+) -> tuple[str, int]:
     return (fact.origin.source, fact.origin.line_no)

@@ -13,6 +13,7 @@ from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.attribution.scoring import calibrated, combine, confidence, path_factor
+from railtrace.streams.attribution.watchdog import ranks_behind, stall_of
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
@@ -25,6 +26,8 @@ from railtrace.streams.records import (
     NetError,
     RasReport,
     Verdict,
+    WatchdogState,
+    XidEvent,
 )
 from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
@@ -81,26 +84,35 @@ def first_hung_collective(view: JobView, upto_ns: int | None = None) -> int | No
     )
 
 
+def fault_of(x: XidEvent) -> int:
+    """The Xid whose fault `x` reports: the one it was caused by, when the driver says so (an
+    Xid 45 `caused by previous Xid 149` is the NVLink failure seen again), else its own."""
+    return x.xid if x.caused_by is None else x.caused_by
+
+
 def stall_time(
     view: JobView, upto_ns: int | None = None, profile: AttributionProfile = DEFAULT_PROFILE
 ) -> int | None:
     """When the job stopped, from the hang evidence seen by `upto_ns`; None when there is none.
 
     A watchdog line dates the stall to the start of the collective that never finished, so it
-    usually moves the stall earlier than the transport error that was seen first. An Xid counts
-    when it surely takes a GPU out of the job. A transport error comes only once RDMA's retries
-    ran out, tens of seconds late; when the step reports stopped before it, the report that
-    never came (the last one plus the usual interval) dates the stall better.
+    usually moves the stall earlier than the transport error that was seen first; a heartbeat
+    abort to when the watchdog itself got stuck. An Xid counts when its fault surely takes a
+    GPU out of the job; a RAS summary row only when it says data is missing or a rank failed.
+    A transport error comes only once RDMA's retries ran out, tens of seconds late; when the
+    step reports stopped before it, the report that never came (the last one plus the usual
+    interval) dates the stall better.
     """
     hung = first_hung_collective(view, upto_ns)
     times = [] if hung is None else [hung]
     times += [e.ts_ns for e in view.net_errors if _seen(e.ts_ns, upto_ns)]
-    times += [r.ts_ns for r in view.ras if _seen(r.ts_ns, upto_ns)]
+    times += [r.ts_ns for r in view.ras if r.trouble and _seen(r.ts_ns, upto_ns)]
+    times += [stall_of(w) for w in view.watchdogs if _seen(w.ts_ns, upto_ns)]
     times += [
         x.ts_ns
         for x in view.xids
         if _seen(x.ts_ns, upto_ns)
-        and profile.scoring.xid(x.xid) >= profile.scoring.xid_stall_threshold
+        and profile.scoring.xid(fault_of(x)) >= profile.scoring.xid_stall_threshold
     ]
     stall = min(times, default=None)
     if stall is None:
@@ -212,38 +224,64 @@ def _link_candidate(
 def _node_candidates(
     view: JobView, profile: AttributionProfile, stalled_at: int, upto_ns: int | None
 ) -> list[Candidate]:
-    by_host: dict[str, list[tuple[float, Evidence]]] = {}
+    """One candidate per host with Xids, scored by its faults: each fault (an Xid and the Xids
+    that say they were caused by it) once, at its strongest, so the consequences of one NVLink
+    failure on every GPU of the host are not several faults."""
+    by_host: dict[str, tuple[dict[int, float], list[Evidence]]] = {}
     for x in sorted(view.xids, key=lambda x: (x.ts_ns, x.host, x.xid)):
         # An Xid whose host neither its line nor its file's name gave still dates the stall,
         # but names no node: a node verdict must never carry a guess (or an empty name).
         if not x.host or not _seen(x.ts_ns, upto_ns):
             continue
-        s = profile.scoring.xid(x.xid) * profile.window.factor(x.ts_ns, stalled_at)
+        fault = fault_of(x)
+        s = profile.scoring.xid(fault) * profile.window.factor(x.ts_ns, stalled_at)
         if s > 0:
-            by_host.setdefault(x.host, []).append((s, as_evidence.xid(x)))
+            faults, shown = by_host.setdefault(x.host, ({}, []))
+            faults[fault] = max(s, faults.get(fault, 0.0))
+            shown.append(as_evidence.xid(x))
     return [
         Candidate(
             CauseKind.NODE,
-            round(combine([s for s, _ in hits]), 4),
+            round(combine(list(faults.values())), 4),
             node=host,
-            evidence=tuple(ev for _, ev in hits[:4]),
+            evidence=tuple(shown[:4]),
         )
-        for host, hits in sorted(by_host.items())
+        for host, (faults, shown) in sorted(by_host.items())
     ]
 
 
 def _hang_evidence(view: JobView, upto_ns: int | None, fabric: Fabric) -> list[Evidence]:
-    def by_origin(f: CollectiveTimeout | NetError | RasReport) -> tuple[int, str, int]:
+    def by_origin(
+        f: CollectiveTimeout | NetError | RasReport | WatchdogState,
+    ) -> tuple[int, str, int]:
         return (f.ts_ns, f.origin.source, f.origin.line_no)
 
     timeouts = sorted((t for t in view.timeouts if _seen(t.ts_ns, upto_ns)), key=by_origin)
     errors = sorted((e for e in view.net_errors if _seen(e.ts_ns, upto_ns)), key=by_origin)
-    ras = sorted((r for r in view.ras if _seen(r.ts_ns, upto_ns)), key=by_origin)
+    ras = sorted((r for r in view.ras if r.trouble and _seen(r.ts_ns, upto_ns)), key=by_origin)
+    said = [w for w in view.watchdogs if _seen(w.ts_ns, upto_ns)]
+    # The watchdog's own aborts; its progress lines are summed up by who was behind.
+    aborts = sorted((w for w in said if w.kind in ("heartbeat", "teardown")), key=by_origin)
     return (
         [as_evidence.timeout(t) for t in timeouts[:3]]
+        + [
+            as_evidence.ranks_behind(b, _rank_hosts(view, b.ranks, said))
+            for b in ranks_behind(said)
+        ]
         + [as_evidence.net_error(e, fabric) for e in errors[:3]]
         + [as_evidence.ras(r) for r in ras[:2]]
+        + [as_evidence.watchdog(w) for w in aborts[:1]]
     )
+
+
+def _rank_hosts(view: JobView, ranks: tuple[int, ...], said: list[WatchdogState]) -> dict[int, str]:
+    """Where each rank runs: the host its own watchdog line came from, else the host NCCL
+    placed that global rank on."""
+    hosts = {w.rank: w.host for w in said if w.rank in ranks and w.host}
+    for r in ranks:
+        if r not in hosts and (h := view.world_rank_host(r)) is not None:
+            hosts[r] = h
+    return {r: h for r, h in hosts.items() if r is not None}
 
 
 def diagnose(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
 from typing import Any, TypeVar
 
-from ..records import DeadLetter, JobFact, NetError
+from ..records import DeadLetter, JobFact, LogOrigin, NetError
 from .common import NOWHERE, Malformed, Where
 from .envdump import EnvRules
 from .kernel import KernelRules
@@ -27,6 +27,8 @@ from .progress import ProgressRules, latest_reports
 from .pytorch import TorchRules
 from .ras import RasRules
 from .timestamps import Clock
+from .torchwatch import WatchdogRules
+from .undated import STRUCTURE
 
 #: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
 #: stall the stream or blow up memory; a progress bar's line keeps its newest renders instead
@@ -70,6 +72,12 @@ class LogParser:
     per (host, pid, tid), the host of the last NCCL line (lent to PyTorch and kernel lines),
     and the env dumps not yet ended (`pause`).
 
+    A line without a time of its own takes the time of the nearest earlier stamped line of the
+    file, or, before the file's first stamp, the log shipper's stamp on its message (`shipped`);
+    its events say so in `origin.dated_by`. Before both, its facts come out undated (time 0):
+    `streams.logs.undated` dates what can be dated from the job's other files and makes the
+    rest dead letters, so no fact is ever placed at the epoch.
+
     All of that state is bounded in size (see the MAX_* constants of the rule modules), so a
     parser can follow a job for weeks, and it can be saved with `snapshot` and resumed with
     `restore`, which continues exactly as the saved parser would have.
@@ -92,13 +100,23 @@ class LogParser:
         self._year_hint = year_hint
         self._position = 0
         self._clock = Clock(year_hint, local)
+        #: The line of the last stamp seen (0: none yet), whose time untimed lines borrow.
+        self._stamped_line = 0
+        self._dated_label = (0, "")
+        self._shipped_ns: int | None = None
         self._where = Where(host_hint, 0) if host_hint else NOWHERE
         self._nccl = NcclRules(job_id, source)
         self._torch = TorchRules(job_id, source)
+        self._watch = WatchdogRules(job_id, source)
         self._kernel = KernelRules(job_id, source)
         self._ras = RasRules(job_id, source)
         self._progress = ProgressRules(job_id, source)
         self._env = EnvRules(job_id, source)
+
+    def shipped(self, ts_ns: int | None) -> None:
+        """The stamp a log shipper put on the lines fed next (when it read or sent them), or
+        None when they came without one: what dates a line before the file's first stamp."""
+        self._shipped_ns = ts_ns
 
     @property
     def position(self) -> int:
@@ -187,9 +205,11 @@ class LogParser:
                 "redelivered": stats.redelivered,
             },
             "clock": self._clock.snapshot(),
+            "stamped_line": self._stamped_line,
             "where": [self._where.host, self._where.pid],
             "nccl": self._nccl.snapshot(),
             "torch": self._torch.snapshot(),
+            "watch": self._watch.snapshot(),
             "kernel": self._kernel.snapshot(),
             "ras": self._ras.snapshot(),
             "env": self._env.snapshot(),
@@ -226,12 +246,18 @@ class LogParser:
                 redelivered=int(counts["redelivered"]),
             )
             parser._clock.load(snap["clock"])
+            # Parsers saved before the stamped line was kept: any stamp seen was earlier.
+            parser._stamped_line = int(snap.get("stamped_line", 0))
+            if not parser._stamped_line and parser._clock.last_ns:
+                parser._stamped_line = -1
             host, pid = snap["where"]
             parser._where = Where(str(host), int(pid))
             parser._nccl.load(snap["nccl"])
             parser._torch.load(snap["torch"])
             parser._kernel.load(snap["kernel"])
             parser._ras.load(snap["ras"])
+            if "watch" in snap:  # absent from parsers saved before watchdog states were read
+                parser._watch.load(snap["watch"])
             if "env" in snap:  # absent from parsers saved before env dumps were read
                 parser._env.load(snap["env"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -245,9 +271,28 @@ class LogParser:
         after adding what the line did give."""
         prefixed = match_prefix(text) if "NCCL " in text else None
         found, lead_end = self._clock.stamp(text, c10=prefixed is None)
-        ts_ns = found if found is not None else self._clock.last_ns
+        dated = ""
+        if found is not None:
+            ts_ns = found
+            self._stamped_line = line_no
+        elif self._stamped_line:
+            ts_ns, dated = self._clock.last_ns, self._borrowed_label()
+        elif self._shipped_ns is not None:
+            ts_ns, dated = self._shipped_ns, "shipper"
+        else:
+            ts_ns = 0  # undated: see `streams.logs.undated`
         body = text[lead_end:]
         facts = self._rules(text, body, prefixed, lead_end, ts_ns, line_no)
+        if dated and facts:
+            # Events only: what says where the job runs is not judged by its time, and marking
+            # every NCCL INFO line would cost a third of the parse. Not a fact that read a
+            # time of its own from the line (a trainer's step line).
+            facts = [
+                _dated(f, dated)
+                if f.origin.line_no == line_no and f.ts_ns == ts_ns and not isinstance(f, STRUCTURE)
+                else f
+                for f in facts
+            ]
         # Every other rule first: a line one of them reads is no line of an env dump.
         if (
             facts
@@ -256,6 +301,14 @@ class LogParser:
         ):
             self._env.interrupt(body, line_no, out)
             out.extend(facts)
+
+    def _borrowed_label(self) -> str:
+        """`line N` of the stamp an untimed line borrows, made once per stamped line."""
+        at, label = self._dated_label
+        if at != self._stamped_line:
+            label = "an earlier line" if self._stamped_line < 0 else f"line {self._stamped_line}"
+            self._dated_label = (self._stamped_line, label)
+        return label
 
     def _rules(
         self,
@@ -272,8 +325,10 @@ class LogParser:
             elif prefixed.host != self._where.host or prefixed.pid != self._where.pid:
                 self._where = Where(prefixed.host, prefixed.pid)
             return self._nccl.handle(prefixed, ts_ns, line_no)
-        if "NVRM: Xid" in text:
-            return self._kernel.handle(text, lead_end, ts_ns, line_no, self._where)
+        if "NVRM: " in text:
+            if "NVRM: Xid" in text:
+                return self._kernel.handle(text, lead_end, ts_ns, line_no, self._where)
+            return self._kernel.handle_nvrm(text, lead_end, ts_ns, line_no, self._where)
         if "mlx5_core " in text:
             return self._kernel.handle_nic(text, lead_end, ts_ns, line_no, self._where)
         anchored = any(anchor in body for anchor in ANCHORS)
@@ -286,6 +341,9 @@ class LogParser:
             return [_with_fields(f) for f in facts]
         if anchored and not awaited:
             return self._nccl.handle(self._lent(bare(body)), ts_ns, line_no)
+        facts = self._watch.handle(body, ts_ns, line_no, self._where)
+        if facts:
+            return facts
         progress = self._progress.handle(body, ts_ns, line_no, self._where, lead_end > 0)
         return progress or self._ras.handle(body, ts_ns, line_no)
 
@@ -304,6 +362,12 @@ class LogParser:
             line_no=line_no,
             extra={"rule": problem.rule, "job_id": self.job_id},
         )
+
+
+def _dated(fact: JobFact, dated_by: str) -> JobFact:
+    """`fact` marked as dated by `dated_by` rather than by its own line."""
+    o = fact.origin
+    return replace(fact, origin=LogOrigin(o.source, o.line_no, dated_by))
 
 
 def _with_fields(fact: JobFact) -> JobFact:

@@ -35,6 +35,7 @@ from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
+from railtrace.streams.logs.undated import JobClock
 from railtrace.streams.records import (
     CablingEvent,
     CablingKind,
@@ -285,7 +286,9 @@ class Processor:
                         continue
                     key = logs.job_id.encode()
                     verdicts.extend(self._adopt(key))
-                    parser = self.parsers.get(key).parser(logs)
+                    parsers = self.parsers.get(key)
+                    parser = parsers.parser(logs)
+                    parser.shipped(logs.read_ns)
                     parsed = [
                         fact
                         for i, line in enumerate(logs.lines)
@@ -295,6 +298,13 @@ class Processor:
                     # the message ended with is read now, as the replay reads one that ends
                     # a file.
                     parsed += parser.pause()
+                    # Facts of lines with no time: dated by the job, or dead letters.
+                    parsed, untimed = parsers.clock.date(parsed)
+                    for bad in untimed:
+                        reason = f"logs: {bad.source} line {bad.line_no}: {bad.reason}"
+                        at = bad.line_no - logs.first_line_no
+                        line = logs.lines[at] if 0 <= at < len(logs.lines) else ""
+                        dead.append(await self._dead(event, reason, line.encode()))
                     for fact in parsed:
                         facts_out[logs.job_id].append(fact)
                         self.correlator.fold(fact)
@@ -554,14 +564,20 @@ class Processor:
 
 
 class _Parsers:
-    """The LogParsers of one job, one per source file."""
+    """The LogParsers of one job, one per source file, and the job's clock for the lines that
+    carry no time (`streams.logs.undated`)."""
 
     def __init__(
-        self, named: SourceHosts, local: tzinfo, parsers: dict[str, LogParser] | None = None
+        self,
+        named: SourceHosts,
+        local: tzinfo,
+        parsers: dict[str, LogParser] | None = None,
+        clock: JobClock | None = None,
     ) -> None:
         self.named = named
         self.local = local
         self.by_source: dict[str, LogParser] = parsers or {}
+        self.clock = clock or JobClock()
 
     def parser(self, logs: wire.LogBatch) -> LogParser:
         p = self.by_source.get(logs.source)
@@ -572,14 +588,20 @@ class _Parsers:
         return p
 
     def snapshot(self) -> dict[str, Any]:
-        return {"v": 1, "parsers": {s: p.snapshot() for s, p in self.by_source.items()}}
+        return {
+            "v": 1,
+            "parsers": {s: p.snapshot() for s, p in self.by_source.items()},
+            "clock": self.clock.snapshot(),
+        }
 
     @classmethod
     def restore(cls, named: SourceHosts, local: tzinfo, snap: dict[str, Any]) -> _Parsers:
         if snap.get("v") != 1:
             raise ValueError(f"unknown parser-set snapshot version {snap.get('v')!r}")
         parsers = {s: LogParser.restore(p, local) for s, p in snap["parsers"].items()}
-        return cls(named, local, parsers)
+        # absent from parser sets saved before undated lines were dated by the job
+        clock = JobClock.restore(snap["clock"]) if "clock" in snap else None
+        return cls(named, local, parsers, clock)
 
 
 def _partition(key: bytes, partitions: int) -> int:

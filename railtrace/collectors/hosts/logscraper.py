@@ -393,12 +393,16 @@ class LogScraper:
         e = f.entry
         texts = tuple(x.text for x in lines)
         alert = any(self._alert.search(t) for t in texts) if f.alert else False
+        # The shipper's stamp, for lines with no time of their own before the file's first
+        # stamped one: the batch leaves within `max_delay_ms` of its first line being read.
+        sent_ns = time.time_ns()
         batch = LogBatch(
             e.job_id,
             source_name(e.job_id, self.node, e.path, e.generation),
             e.line_no + 1,
             texts,
             e.year,
+            sent_ns,
         )
         try:
             await self._emit(
@@ -407,7 +411,7 @@ class LogScraper:
                     key=e.job_id.encode(),
                     value=encode_log_batch(batch),
                     state_change=alert,
-                    ts_ns=time.time_ns(),
+                    ts_ns=sent_ns,
                 )
             )
         except asyncio.CancelledError:

@@ -12,8 +12,9 @@ Every message is one JSON object with `"v": 1` and a `kind`:
 
 `ts_ns` is the time written on the line (nanoseconds since the epoch, UTC), or the time it was
 read when the line carries none; `pci` is the GPU's PCI bus id as the driver prints it
-(domain:bus:device, lower case); `quarantined` is the node's state after this event; `decision`
-is set when this Xid changed it (see below).
+(domain:bus:device, lower case); `caused_by`, present when the driver said the Xid was
+`caused by previous Xid N`, is that N; `quarantined` is the node's state after this event;
+`decision` is set when this Xid changed it (see below).
 
 `"release"`: an operator released the node, or a health signal cleared a quarantine that was
 not for suspected silent data corruption::
@@ -55,6 +56,7 @@ def xid_event(
             "xid": x.xid,
             "pci": x.pci,
             "detail": x.detail,
+            **({"caused_by": x.caused_by} if x.caused_by is not None else {}),
             "line": line,
             "source": source,
             "quarantined": quarantined,

@@ -7,7 +7,8 @@ Rules (see `config.QuarantineConfig` for the defaults, the operator's promise):
   node at once;
 - *counted*: the Xids of a `CountRule` quarantine the node when `count` of them fall within
   `window_s` (event time, from the lines' own stamps, so replays and late lines decide as live
-  ones would);
+  ones would); an Xid the driver says was `caused by previous Xid N` is not counted, since it
+  is the same fault again;
 - *SDC*: an Xid in `sdc_xids` quarantines the node at once and marks it suspect of silent data
   corruption, which only `release` (an operator's explicit decision) lifts; `clear` (a health
   check passed, the GPU was reset) lifts any other quarantine but not that one.
@@ -35,31 +36,38 @@ Action = Literal["quarantine", "release"]
 
 @dataclass(frozen=True, slots=True)
 class XidObservation:
-    """One Xid on one node, as the policy needs it."""
+    """One Xid on one node, as the policy needs it. `caused_by` is the Xid the driver said it
+    follows from (`caused by previous Xid 149`): a consequence, not a fault of its own."""
 
     node: str
     ts_ns: int
     xid: int
     pci: str
     detail: str
+    caused_by: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "node": self.node,
             "ts_ns": self.ts_ns,
             "xid": self.xid,
             "pci": self.pci,
             "detail": self.detail,
         }
+        if self.caused_by is not None:
+            doc["caused_by"] = self.caused_by
+        return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> XidObservation:
+        cause = doc.get("caused_by")  # absent from states saved before it was kept
         return cls(
             str(doc["node"]),
             int(doc["ts_ns"]),
             int(doc["xid"]),
             str(doc["pci"]),
             str(doc["detail"]),
+            None if cause is None else int(cause),
         )
 
 
@@ -177,7 +185,9 @@ class QuarantinePolicy:
         for pattern in self._detail:
             if pattern.search(x.detail):
                 return f"Xid {x.xid}: detail matches {pattern.pattern!r}", [x], False
-        if node.quarantine is not None:
+        # A consequence of an earlier fault (its own Xid counted already, or lost from the log)
+        # is not a second fault: counting it would quarantine a node for one error.
+        if node.quarantine is not None or x.caused_by is not None:
             return None, [], False
         for i, rule in enumerate(self.config.counted):
             if x.xid not in rule.xids:

@@ -141,6 +141,9 @@ class XidScraper:
         """Parse one kernel line; emit a node event for each new Xid on it."""
         self.stats.lines += 1
         text = line.rstrip("\r\n")
+        # A line with no time of its own (plain `dmesg`) before any stamped one is dated when
+        # it was read: the collector is its shipper.
+        self._parser.shipped(time.time_ns())
         facts = self._parser.feed(text)
         bad = self._parser.stats.dead_letters
         if bad:
@@ -157,12 +160,12 @@ class XidScraper:
     async def _xid(self, x: XidEvent, line: str) -> None:
         self.stats.xids += 1
         node = x.host if self.config.node_from_line and x.host else self.node
-        ts_ns = x.ts_ns or time.time_ns()
+        ts_ns = x.ts_ns
         mark = hashlib.sha1(f"{node}\0{line}".encode(), usedforsecurity=False).hexdigest()[:20]
         if mark in self._seen:
             self.stats.repeats += 1
             return
-        obs = XidObservation(node, ts_ns, x.xid, x.pci, x.detail)
+        obs = XidObservation(node, ts_ns, x.xid, x.pci, x.detail, x.caused_by)
         decision = self.policy.observe(obs)
         value = nodeevents.xid_event(
             obs, line, self.source, self.policy.is_quarantined(node), decision
