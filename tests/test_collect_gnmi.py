@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,8 +16,9 @@ from typing import Any
 
 import orjson
 import pytest
+from collector_config import gnmi_collector_config
 from gnmi_server import Certs, GnmiServer, SwitchState, make_certs
-from kafka_support import RAILTRACE
+from kafka_support import RAILTRACE, free_port
 
 from railtrace.collectors.emit import Collected
 from railtrace.collectors.errors import CollectorFailedError
@@ -75,12 +75,6 @@ async def collect(
         with pytest.raises(asyncio.CancelledError):
             await task
     return collector, collected
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.parametrize("encodings", [("PROTO",), ("JSON_IETF",), ("JSON",)])
@@ -250,23 +244,6 @@ def test_one_target_without_usable_encoding_fails_alone_while_another_streams() 
     asyncio.run(main())
 
 
-def _settings_file(tmp: Path, targets: str) -> Path:
-    config = tmp / "railtrace.toml"
-    config.write_text(
-        f"""
-[kafka]
-bootstrap_servers = "127.0.0.1:{free_port()}"
-
-[collect]
-spool_dir = "{tmp / "spool"}"
-
-[collect.metrics_listen]
-gnmi = "127.0.0.1:0"
-{targets}"""
-    )
-    return config
-
-
 def test_collect_gnmi_exits_non_zero_with_the_reason_when_no_target_is_left(
     tmp_path: Path,
 ) -> None:
@@ -274,7 +251,7 @@ def test_collect_gnmi_exits_non_zero_with_the_reason_when_no_target_is_left(
 
     async def main() -> tuple[int, str]:
         server = await GnmiServer(SwitchState(encodings=("BYTES", "ASCII"))).start()
-        config = _settings_file(
+        config = gnmi_collector_config(
             tmp_path,
             f'[[collect.gnmi]]\nname = "leaf1"\naddress = "{server.address}"\ninsecure = true\n',
         )
@@ -298,7 +275,7 @@ def test_collect_gnmi_exits_non_zero_with_the_reason_when_no_target_is_left(
 
 def test_collect_gnmi_without_any_target_exits_non_zero(tmp_path: Path) -> None:
     done = subprocess.run(
-        [RAILTRACE, "--config", str(_settings_file(tmp_path, "")), "collect", "gnmi"],
+        [RAILTRACE, "--config", str(gnmi_collector_config(tmp_path, "")), "collect", "gnmi"],
         capture_output=True,
         text=True,
         timeout=60,

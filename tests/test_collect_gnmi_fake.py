@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+from collector_config import gnmi_collector_config
 from gnmi_fake_support import FakeValue, fake_server, gnmi_cli_stream, require_tools, write_config
 from gnmi_server import Certs, make_certs
 from kafka_support import RAILTRACE, free_port
@@ -56,19 +57,9 @@ def fake_values(unit_ns: int | None, start_ns: int) -> list[FakeValue]:
     ]  # fmt: skip
 
 
-def settings_file(tmp: Path, port: int, certs: Certs, metrics_port: int) -> Path:
-    config = tmp / "railtrace.toml"
-    config.write_text(
-        f"""
-[kafka]
-bootstrap_servers = "127.0.0.1:{free_port()}"
-
-[collect]
-spool_dir = "{tmp / "spool"}"
-
-[collect.metrics_listen]
-gnmi = "127.0.0.1:{metrics_port}"
-
+def fake_target(port: int, certs: Certs) -> str:
+    """The fake as a `[[collect.gnmi]]` table: TLS, 1 s samples, no reconnect in the test's time."""
+    return f"""
 [[collect.gnmi]]
 name = "fake1"
 address = "127.0.0.1:{port}"
@@ -81,8 +72,6 @@ ca_file = "{certs.ca}"
 initial_s = 120
 max_s = 120
 """
-    )
-    return config
 
 
 def scrape(metrics_port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -110,7 +99,7 @@ def run_side_by_side(tmp: Path, unit_ns: int | None) -> dict[str, Any]:
     metrics_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
     with fake_server(config, certs, tmp / "fake_server.log") as port:
-        settings = settings_file(tmp, port, certs, metrics_port)
+        settings = gnmi_collector_config(tmp, fake_target(port, certs), f"127.0.0.1:{metrics_port}")
         with (tmp / "railtrace.log").open("wb") as log:
             railtrace = subprocess.Popen(
                 [RAILTRACE, "--config", str(settings), "collect", "gnmi"],
