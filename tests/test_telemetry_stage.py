@@ -172,6 +172,30 @@ def test_a_bad_message_is_dead_lettered_with_its_reason_and_the_next_one_still_f
     assert sum(len(rows) for rows in out.samples.values()) == 3  # second 2's three rates
 
 
+def test_messages_stamped_in_milliseconds_fold_at_their_time_and_are_counted(
+    links: PortLinks,
+) -> None:
+    """Some switch OSes stamp gNMI in ms; replay counted them, the live stage did not."""
+    leaf = LEAVES[0]
+    iface = _ports(links, leaf, 1)[0]
+    records = []
+    for second in (1, 2):
+        message = orjson.loads(_counters(leaf, iface, second))
+        message["timestamp"] //= 10**6
+        records.append(Record("raw.gnmi", 0, second, leaf.encode(), orjson.dumps(message)))
+    states = DeviceStates(links, PARTITIONS)
+    out = _fold(states, records)
+    stamps = {s.ts_ns for rows in out.samples.values() for s, _ in rows}
+    assert stamps == {T0 + 2 * 10**9}
+    assert telemetry_stage.decode_counts(states.decoded) == {
+        "unknown_paths": 0,
+        "unattributed": 0,
+        "bad_values": 0,
+        "pathless": 0,
+        "stamped_in_ms": 2,
+    }
+
+
 def test_a_keyless_gnmic_message_is_handed_back_keyed_by_its_switch(links: PortLinks) -> None:
     leaf = LEAVES[0]
     value = _counters(leaf, _ports(links, leaf, 1)[0], 1)

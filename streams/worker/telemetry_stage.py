@@ -34,7 +34,7 @@ from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
-from railtrace.streams.telemetry import DecodeError, decode_message
+from railtrace.streams.telemetry import DecodeError, DecodeStats, decode_message
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.health import Thresholds
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
@@ -81,6 +81,18 @@ class BatchOutput:
     values: int = 0
 
 
+def decode_counts(stats: DecodeStats) -> dict[str, int]:
+    """The decoder's counts since the worker started, as the checkpoint log prints them."""
+    counts = {
+        "unknown_paths": stats.unknown_paths,
+        "unattributed": stats.unattributed,
+        "bad_values": stats.bad_values,
+        "pathless": stats.pathless,
+    }
+    counts.update({f"stamped_in_{unit}": n for unit, n in sorted(stats.retimed.items())})
+    return counts
+
+
 class DeviceStates:
     """The per-device fold of the telemetry stage, free of Kafka so it can be tested alone.
 
@@ -106,6 +118,9 @@ class DeviceStates:
         self.dirty: set[bytes] = set()
         self.unreadable = 0
         self.redelivered = 0  # records skipped as already in a restored state
+        # What gNMI messages held that railtrace does not use or had to re-read (stamps in
+        # ms or s, paths without names), as replay counts them; the checkpoint log says it.
+        self.decoded = DecodeStats()
 
     def state(self, key: bytes, partition: int) -> DeviceState:
         st = self.live.get(key)
@@ -138,9 +153,9 @@ class DeviceStates:
                 if table is not None and values:  # a poll that reached the agent
                     lldp.append(table)
             elif b"lldp" in value:  # rare (ON_CHANGE): the second look only where it pays
-                values, lldp = decode_with_lldp(decoded)
+                values, lldp = decode_with_lldp(decoded, self.decoded)
             else:
-                values = decode_message(decoded)
+                values = decode_message(decoded, self.decoded)
         except (orjson.JSONDecodeError, DecodeError, ValueError) as exc:
             out.dead.append((record, f"{kind}: {exc}"))
             return
@@ -457,6 +472,7 @@ class TelemetryStage:
                         f"{tp.topic}[{tp.partition}]": o for tp, o in self.positions.items()
                     },
                     "redelivered_skipped": self.devices.redelivered,
+                    "decoded": decode_counts(self.devices.decoded),
                 },
             )
         self.positions.clear()
