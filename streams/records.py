@@ -728,3 +728,8 @@ class Verdict:
     #: cause, the cause first: the evidence cannot tell them apart, and the verdict says so
     #: rather than draw one culprit. Empty when the cause clearly leads.
     tied: tuple[str, ...] = ()
+    #: GPUs the job holds, and when its watchdog fired (`watchdog_seen`) or would fire, for
+    #: a stalled job: what the stall cost (`attribution.cost`). 0 / None otherwise.
+    gpus: int = 0
+    watchdog_at_ns: int | None = None
+    watchdog_seen: bool = False

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from railtrace.streams.attribution.cost import CostRules
 from railtrace.streams.attribution.pace import PaceRules
 from railtrace.streams.attribution.scoring import ScoringRules, TimeWindow
 from railtrace.streams.telemetry.health import Thresholds
@@ -92,7 +93,8 @@ class JudgingRules(BaseModel):
 
 class AttributionProfile(BaseModel):
     """Link health (`health`), the time window around a stall (`window`), how step reports
-    are read (`pace`), the weights (`scoring`) and when to blame (`judging`)."""
+    are read (`pace`), the weights (`scoring`), when to blame (`judging`) and how a stall's
+    GPU time is counted (`cost`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -101,6 +103,7 @@ class AttributionProfile(BaseModel):
     pace: PaceRules = Field(default_factory=PaceRules)
     scoring: ScoringRules = Field(default_factory=ScoringRules)
     judging: JudgingRules = Field(default_factory=JudgingRules)
+    cost: CostRules = Field(default_factory=CostRules)
 
 
 DEFAULT_PROFILE = AttributionProfile()

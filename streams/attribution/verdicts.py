@@ -7,8 +7,10 @@ attribution page for the method in words.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from railtrace.streams.attribution import evidence as as_evidence
+from railtrace.streams.attribution.cost import job_gpus, watchdog_of
 from railtrace.streams.attribution.history import order
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
@@ -375,6 +377,7 @@ def build_verdict(
     ranks, hosts = view.ranks, len(view.hosts)
     slow = state == JobState.SLOW
     judging = profile.judging
+    costed = _costed(view, profile, stalled_at, upto_ns) if state == JobState.STALLED else {}
     slack = _drop_slack_ns(profile)
     traffic_seen = any(_carried(e, stalled_at, slow, slack) for e in obs.events.values())
     candidates = [
@@ -422,6 +425,7 @@ def build_verdict(
             tuple(evidence[: judging.max_evidence]),
             ranks,
             hosts,
+            **costed,
         )
     diagnosis, host_side = diagnose(best, obs, view, fabric, profile, stalled_at, upto_ns)
     if host_side is not None:
@@ -449,7 +453,20 @@ def build_verdict(
         hosts,
         str(diagnosis) if diagnosis else "",
         tuple(tied) if len(tied) > 1 else (),
+        **costed,
     )
+
+
+def _costed(
+    view: JobView, profile: AttributionProfile, stalled_at: int, upto_ns: int | None
+) -> dict[str, Any]:
+    """A stalled job's GPUs and watchdog time, the verdict's part of what the stall cost."""
+    watchdog = watchdog_of(view, stalled_at, profile.cost, upto_ns)
+    return {
+        "gpus": job_gpus(view, profile.cost),
+        "watchdog_at_ns": watchdog.at_ns,
+        "watchdog_seen": watchdog.seen,
+    }
 
 
 def _named(c: Candidate) -> str:
