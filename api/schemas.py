@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from railtrace.api.tokens import TokenInfo
 from railtrace.store import JobSummary, NodeSummary, SampleSeries
+from railtrace.streams.attribution.cost import incident_cost
 from railtrace.streams.records import (
     CablingEvent,
     Candidate,
@@ -153,6 +154,43 @@ class CauseOut(BaseModel):
     )
 
 
+class CostOut(BaseModel):
+    """What a stalled job's stall cost in GPU time, and what naming its cause before the
+    watchdog saved (railtrace.streams.attribution.cost)."""
+
+    gpus: int = Field(description="GPUs the job holds.")
+    to_verdict_s: float = Field(
+        description="Seconds from the stall to railtrace's answer (to the watchdog when no "
+        "cause was named)."
+    )
+    to_watchdog_s: float = Field(
+        description="Seconds from the stall to the watchdog: when it fired, or would fire."
+    )
+    watchdog_seen: bool = Field(
+        description="Whether a watchdog line of the job dates it (else its timeout does)."
+    )
+    lost_gpu_hours: float = Field(description="GPUs x the seconds to the answer, in hours.")
+    watchdog_gpu_hours: float = Field(description="GPUs x the seconds to the watchdog, in hours.")
+    saved_gpu_hours: float = Field(
+        description="What answering before the watchdog spared; 0 when it came after."
+    )
+
+    @classmethod
+    def from_record(cls, v: Verdict) -> CostOut | None:
+        cost = incident_cost(v)
+        if cost is None:
+            return None
+        return cls(
+            gpus=cost.gpus,
+            to_verdict_s=cost.to_verdict_s,
+            to_watchdog_s=cost.to_watchdog_s,
+            watchdog_seen=cost.watchdog_seen,
+            lost_gpu_hours=round(cost.lost_gpu_hours, 3),
+            watchdog_gpu_hours=round(cost.watchdog_gpu_hours, 3),
+            saved_gpu_hours=round(cost.saved_gpu_hours, 3),
+        )
+
+
 class VerdictOut(BaseModel):
     """Which link (or node) stalled the job, how sure railtrace is, and why."""
 
@@ -169,6 +207,15 @@ class VerdictOut(BaseModel):
     evidence: list[EvidenceOut]
     ranks: int
     hosts: int
+    gpus: int = Field(0, description="GPUs the job holds, for a stalled job; else 0.")
+    watchdog_at: str | None = Field(
+        None, description="When the job's watchdog fired, or would fire, for a stalled job."
+    )
+    watchdog_at_ns: int | None = None
+    watchdog_seen: bool = False
+    cost: CostOut | None = Field(
+        None, description="A stalled job's GPU time lost and saved; null otherwise."
+    )
 
     @classmethod
     def from_record(cls, v: Verdict) -> VerdictOut:
@@ -192,6 +239,11 @@ class VerdictOut(BaseModel):
             evidence=[EvidenceOut.from_record(e) for e in v.evidence],
             ranks=v.ranks,
             hosts=v.hosts,
+            gpus=v.gpus,
+            watchdog_at=_iso_or_none(v.watchdog_at_ns),
+            watchdog_at_ns=v.watchdog_at_ns,
+            watchdog_seen=v.watchdog_seen,
+            cost=CostOut.from_record(v),
         )
 
     def to_record(self) -> Verdict:
@@ -212,6 +264,9 @@ class VerdictOut(BaseModel):
             hosts=self.hosts,
             diagnosis=self.cause.diagnosis,
             tied=tuple(self.cause.tied),
+            gpus=self.gpus,
+            watchdog_at_ns=self.watchdog_at_ns,
+            watchdog_seen=self.watchdog_seen,
         )
 
 

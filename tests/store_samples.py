@@ -118,4 +118,9 @@ def verdict(
         evidence=(down, timeout),
         ranks=16,
         hosts=2,
+        **(
+            {"gpus": 16, "watchdog_at_ns": T0 + 600 * SECOND, "watchdog_seen": True}
+            if state == JobState.STALLED
+            else {}
+        ),
     )

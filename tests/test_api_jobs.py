@@ -79,6 +79,28 @@ def test_verdict_has_the_documented_shape(client: TestClient) -> None:
     assert set(body["evidence"][0]) >= {"ts", "source", "kind", "subject", "detail"}
 
 
+def test_a_stalled_verdict_says_what_the_stall_cost_and_what_answering_early_saved(
+    client: TestClient, store: ChdbStore
+) -> None:
+    early = dataclasses.replace(
+        s.verdict("slurm-9", JobState.STALLED), decided_at_ns=s.T0 + 30 * s.SECOND
+    )
+    store.write_verdicts([early])
+    body = client.get("/v1/jobs/slurm-9/verdict").json()
+    assert (body["gpus"], body["watchdog_seen"]) == (16, True)
+    assert ISO.match(body["watchdog_at"])
+    assert body["cost"] == {
+        "gpus": 16,
+        "to_verdict_s": 30.0,
+        "to_watchdog_s": 600.0,
+        "watchdog_seen": True,
+        "lost_gpu_hours": round(16 * 30 / 3600, 3),
+        "watchdog_gpu_hours": round(16 * 600 / 3600, 3),
+        "saved_gpu_hours": round(16 * 570 / 3600, 3),
+    }
+    assert client.get("/v1/jobs/slurm-4/verdict").json()["cost"] is None  # slow: no stall
+
+
 def test_api_and_cli_print_the_same_document(client: TestClient, store: ChdbStore) -> None:
     verdict = store.get_verdict("slurm-1")
     assert verdict is not None

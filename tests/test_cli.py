@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -226,6 +227,10 @@ def test_verdict_json_has_the_documented_shape(
     assert 0 < doc["cause"]["confidence"] <= 1
     assert [c["rank"] for c in doc["candidates"]] == list(range(1, len(doc["candidates"]) + 1))
     assert doc["evidence"], "a stalled verdict must show its evidence"
+    cost = doc["cost"]
+    assert cost["gpus"] == doc["ranks"] > 0
+    assert cost["to_verdict_s"] < cost["to_watchdog_s"]
+    assert cost["saved_gpu_hours"] > 0
 
 
 @pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
@@ -248,6 +253,7 @@ def test_verdict_without_json_shows_the_link_to_a_person(incident: Incident) -> 
     assert incident.job in out
     assert "stalled" in out
     assert f"{a['device']}:{a['interface']} <-> {b['device']}:{b['interface']}" in out
+    assert re.search(r"Cost: \d+ GPUs idle \d+ s before this answer .* GPU-h saved", out), out
 
 
 @pytest.mark.e2e  # the `incident` fixture simulates 64 nodes and replays them
