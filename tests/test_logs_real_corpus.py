@@ -7,7 +7,6 @@ holds a gap in place:
 
 - `nccl_952_redacted_host_socket_channels.txt`: the reporter's `<cluster_name>` hides the host,
   so its channel lines can be placed nowhere: counted dead letters, not hops on a guessed host.
-- `nccl_docs_ras_*`: NCCL 2.29's `PEER_DEAD:` monitor line gives nothing.
 - not pinned: three excerpts whose only content may deserve a fact (`nccl_tests_244`'s rank
   table, `ogkm_1230`'s GSP timeout, `pytorch_128680`'s store connection reset).
 """
@@ -238,6 +237,17 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
         (13, "ras", "172.16.64.213", f"INCOMPLETE: {STOPPED}"),
         (17, "ras", None, "#0-0 (cf264af53edbe986) INCOMPLETE: The missing rank: 21"),
     ],
+    # NCCL 2.29's monitor mode names the process the RAS network gave up on, on its own line.
+    "nccl_docs_ras_dead_then_monitor_peer_dead.log": [
+        (6, "ras", "172.16.64.213", f"DEAD: {STOPPED}"),
+        (10, "ras", None, "#0-0 (cf264af53edbe986) INCOMPLETE: The missing rank: 21"),
+        (
+            14,
+            "ras",
+            "172.16.64.245",
+            "PEER_DEAD: Process 1524345 on node 172.16.64.245 managing GPU 1",
+        ),
+    ],
     # -- kernel: Xid and mlx5 --
     "gpu_operator_1146_syslog_dmesg_stamp_xid48_64.log": [
         (4, "xid", "worker4", "0000:07:00", 48),
@@ -302,12 +312,7 @@ EXACT: dict[str, list[tuple[Any, ...]]] = {
 }
 
 #: Facts that must be among those an excerpt yields, where the rest of it is not yet read right.
-PARTIAL: dict[str, list[tuple[Any, ...]]] = {
-    "nccl_docs_ras_dead_then_monitor_peer_dead.log": [
-        (6, "ras", "172.16.64.213", f"DEAD: {STOPPED}"),
-        (10, "ras", None, "#0-0 (cf264af53edbe986) INCOMPLETE: The missing rank: 21"),
-    ],
-}
+PARTIAL: dict[str, list[tuple[Any, ...]]] = {}
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
