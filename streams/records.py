@@ -429,7 +429,8 @@ class RasReport:
 
     `section` is "summary" for a row of the summary table (its `status` and `errors` columns,
     `comm` the group "#N"), else the section the line stood under: "INCOMPLETE", "DEAD",
-    "ERROR" or "MISMATCH" ("" from reports read before sections were kept). In a MISMATCH
+    "ERROR" or "MISMATCH" ("" from reports read before sections were kept), or "PEER_DEAD"
+    for the monitor mode's event of that name (`host` the dead peer's node). In a MISMATCH
     section a rank's `op_count` is how far it launched `operation` while most ranks reached
     `peer_count`: `standing` is "ahead" or "behind" them, as NCCL lists only the outliers.
     """

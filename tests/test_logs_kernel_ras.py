@@ -327,6 +327,34 @@ def test_ras_missing_rank_and_process_are_read_and_the_timeout_warning_is_not() 
     ]
 
 
+def test_ras_monitor_peer_dead_is_trouble_on_the_dead_peers_node_at_its_own_stamp() -> None:
+    """NCCL 2.29's `ncclras -m` line, from the user guide: the dead process's node, the time
+    the monitor printed, trouble like the report's own DEAD section."""
+    facts, _ = parse_real("nccl_docs_ras_dead_then_monitor_peer_dead.log", year_hint=2025)
+    event = of_type(facts, RasReport)[-1]
+    assert (event.origin.line_no, event.section, event.host, event.rank) == (
+        14,
+        "PEER_DEAD",
+        "172.16.64.245",
+        None,
+    )
+    assert event.detail == "PEER_DEAD: Process 1524345 on node 172.16.64.245 managing GPU 1"
+    assert event.ts_ns == utc_ns(2025, 12, 19, 13, 7, 7)
+    assert event.trouble
+
+
+def test_ras_monitor_peer_dead_known_only_by_address_and_peer_new_synthetic() -> None:
+    # SYNTHETIC, in the format of src/ras/client_support.cc and peers.cc (2.29+): a peer RAS
+    # had no process record of is named by its address; a peer joining is no event to read.
+    facts, _ = parse_text(
+        "[2025-12-19 13:05:00] PEER_NEW: Process 77 on node 10.0.0.4 managing GPU 0 \n"
+        "[2025-12-19 13:07:07] PEER_DEAD: 10.0.0.5<41233> \n"
+    )
+    assert [(r.origin.line_no, r.host, r.section) for r in of_type(facts, RasReport)] == [
+        (2, "10.0.0.5", "PEER_DEAD")
+    ]
+
+
 def test_ras_mismatch_goes_on_after_the_blank_line_that_ends_an_operations_block_synthetic() -> (
     None
 ):

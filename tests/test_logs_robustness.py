@@ -161,4 +161,5 @@ def test_sources_md_names_every_real_sample_and_its_thread_or_doc_page() -> None
     assert listed == {p.name for p in REAL.glob("*.log")}
     for name in listed:
         block = sources.split(f"`{name}`", 1)[1].split("\n`", 1)[0]
-        assert re.search(r"https://(github\.com|docs\.nvidia\.com)/", block), name
+        # GitHub threads, NVIDIA's documentation, or a patch on the kernel's mailing lists.
+        assert re.search(r"https://(github\.com|docs\.nvidia\.com|lore\.kernel\.org)/", block), name

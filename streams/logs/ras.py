@@ -14,6 +14,12 @@ describe it:
   members, listed only when the group is an outlier. A member's standing is its count against
   the most common one: ahead or behind.
 
+- the monitor mode of 2.29+ (`ncclras -m`): one stamped line per event as it happens. Its
+  default (lifecycle) events are `PEER_NEW` and `PEER_DEAD`; a peer declared dead (after 60 s
+  without word on the RAS network) is read, named as `Process N on node H managing GPU G`
+  when RAS knew the process, else by its address (`10.0.0.5<41233>`). A peer joining says
+  nothing wrong and is not read.
+
 Rank and process lines only mean "missing", "dead" or "out of step" under the section header
 that precedes them, so the section is tracked until the blank line that ends it (a MISMATCH
 section goes on after a blank line with its next operation's block), and every reported line
@@ -45,6 +51,9 @@ _GROUP = re.compile(
 _RANK_COUNT = re.compile(r"has (?:launched up to operation (\d+)|(not launched any operations))")
 _RANK_STATUS = re.compile(r"has status ([A-Z]+)")
 _MISSING = re.compile(r"^The missing rank: (\d+)$")
+# What the monitor mode prints after the stamp (the stamp itself is read by the Clock).
+_PEER_DEAD = re.compile(r"^PEER_DEAD: (.*?)\s*$")
+_ADDRESS = re.compile(r"^(\S+?)<\d+>")
 
 
 class RasRules:
@@ -98,6 +107,8 @@ class RasRules:
             if not (mismatch and line.startswith("Communicator ranks have")):
                 self._section = None
         first = line[0]
+        if first == "P" and (dead := _PEER_DEAD.match(line)) is not None:
+            return [self._peer_dead(line, dead.group(1), ts_ns, line_no)]
         if first == "G" and _TABLE_HEAD.match(line):
             self._table, self._section = True, None
             return []
@@ -149,6 +160,15 @@ class RasRules:
                 errors=errors,
             )
         ]
+
+    def _peer_dead(self, line: str, peer: str, ts_ns: int, line_no: int) -> RasReport:
+        """A monitor-mode `PEER_DEAD` event: the process (or, unknown to RAS, the address) the
+        job's RAS network gave up on, on its own line and outside any report section."""
+        node = _NODE.search(peer)
+        address = _ADDRESS.match(peer)
+        host = node.group(1) if node else (address.group(1) if address else None)
+        origin = LogOrigin(self._source, line_no)
+        return RasReport(ts_ns, self._job_id, host, line, origin, section="PEER_DEAD")
 
     def _in_block(self, line: str) -> None:
         """`Communicator ranks have different ...`: a new comparison starts."""
