@@ -197,6 +197,9 @@ class AlertSettings(BaseModel):
     slack_webhook_url: SecretStr | None = None
     # Where people open an incident: alerts link to `<incident_base_url>/incidents/<job id>`.
     incident_base_url: str = "http://127.0.0.1:8000"
+    # Grafana with railtrace's dashboards provisioned (deploy/grafana), as people reach it:
+    # when set, alerts add a button opening the culprit link's or node's dashboard.
+    grafana_base_url: str | None = None
     # A verdict below this confidence is not worth waking anyone up for.
     min_confidence: float = Field(default=0.5, ge=0, le=1)
     # The same alert (same job, state and cause; node and action; ...) again within this

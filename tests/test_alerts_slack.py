@@ -10,6 +10,7 @@ loaded the machine is."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import os
@@ -45,10 +46,12 @@ from railtrace.streams.records import (
     LinkEvent,
     LinkEventKind,
     NodeEvent,
+    Verdict,
 )
 from railtrace.streams.worker.kafka import ensure_topics
 
 BASE = "http://incidents.example.net"
+GRAFANA = "http://grafana.example.net"
 SECRET = "xoxb-SECRET-TOKEN-7f3a"
 BLOCK_TYPES = {"header", "section", "actions", "context", "divider"}
 
@@ -70,8 +73,19 @@ def shape_problems(payload: Any) -> list[str]:
             problems.append("header too long")
         if b["type"] == "section" and not (b.get("text") or b.get("fields")):
             problems.append("empty section")
-    urls = [e["url"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
-    if len(urls) != 1 or not urls[0].startswith(BASE + "/"):
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    actions = [b for b in blocks if b["type"] == "actions"]
+    if any(len(b["elements"]) > 25 for b in actions):
+        problems.append("more than 25 elements in an actions block")
+    ids = [e["action_id"] for e in buttons]
+    if len(set(ids)) != len(ids) or any(len(i) > 255 for i in ids):
+        problems.append(f"action ids not unique or too long: {ids}")
+    if any(len(e["text"]["text"]) > 75 or len(e["url"]) > 3000 for e in buttons):
+        problems.append("button text or url too long")
+    urls = [e["url"] for e in buttons]
+    if any(not u.startswith((BASE + "/", GRAFANA + "/")) for u in urls):
+        problems.append(f"a button leads elsewhere: {urls}")
+    if not urls or not urls[0].startswith(BASE + "/"):
         problems.append(f"no link back to railtrace: {urls}")
     elif isinstance(text, str) and urls[0] not in text:
         problems.append("the fallback text lacks the link")
@@ -163,12 +177,17 @@ MISWIRE = CablingEvent(
 )
 
 
+def stalled_for_a_cost() -> Verdict:
+    """A stalled job whose alert carries a cost line and every button."""
+    return dataclasses.replace(verdict(), gpus=128, watchdog_at_ns=T0 + 600 * 10**9)
+
+
 def every_kind() -> list[Alert]:
     flap = LinkEvent(T0, "leaf03", "Ethernet1/7", LinkEventKind.FLAP, 5.0, "5 changes in 60 s")
     return [
-        verdict_alert(verdict(), BASE),
-        node_alert(node_event(), BASE),
-        flap_storm_alert(flap, LINK.link_id, BASE),
+        verdict_alert(stalled_for_a_cost(), BASE, grafana=GRAFANA),
+        node_alert(node_event(), BASE, GRAFANA),
+        flap_storm_alert(flap, LINK.link_id, BASE, GRAFANA),
         cabling_alert(MISWIRE, BASE),
     ]
 

@@ -143,20 +143,25 @@ class AlertPolicy:
         if v.confidence < self.settings.min_confidence:
             self.counters["below_confidence"] += 1
             return None
-        alert = verdict_alert(v, self.settings.incident_base_url, self.settings.evidence_lines)
+        s = self.settings
+        alert = verdict_alert(v, s.incident_base_url, s.evidence_lines, s.grafana_base_url)
         return self._admit(alert, now)
 
     def on_node_event(self, e: NodeEvent, now: float) -> Alert | None:
         """Quarantine decisions and releases; plain Xids that changed nothing are not news."""
         if e.action not in ("quarantine", "release"):
             return None
-        return self._admit(node_alert(e, self.settings.incident_base_url), now)
+        return self._admit(
+            node_alert(e, self.settings.incident_base_url, self.settings.grafana_base_url), now
+        )
 
     def on_link_event(self, e: LinkEvent, link_id: str, now: float) -> Alert | None:
         """A flap storm on a link; both ends report it, the dedup keeps one."""
         if e.kind is not LinkEventKind.FLAP:
             return None
-        return self._admit(flap_storm_alert(e, link_id, self.settings.incident_base_url), now)
+        s = self.settings
+        alert = flap_storm_alert(e, link_id, s.incident_base_url, s.grafana_base_url)
+        return self._admit(alert, now)
 
     def on_cabling(self, e: CablingEvent, now: float) -> Alert | None:
         """A port differing from the plan; a resolved one is remembered, not alerted."""
