@@ -27,6 +27,7 @@ from aiohttp import web
 from kafka_support import BOOTSTRAP, RAILTRACE, free_port, group_offsets, require_broker
 from store_samples import LINK, T0, verdict
 
+from railtrace.alerts.consumer import unreachable_links
 from railtrace.alerts.payloads import (
     Alert,
     cabling_alert,
@@ -458,8 +459,37 @@ def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -
             for counter in ("sent=3", "suppressed=1", "bad_records=1", "dropped=0"):
                 assert counter in stopped, stopped
             assert SECRET not in logs
+            assert "loopback" not in logs
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("incident", "grafana", "warned"),
+    [
+        ("http://127.0.0.1:8000", None, ["incident_base_url"]),
+        ("http://localhost:8000/", "http://[::1]:3000", ["incident_base_url", "grafana_base_url"]),
+        ("http://0.0.0.0:8000", "https://grafana.example.net", ["incident_base_url"]),
+        ("https://railtrace.example.net", "http://127.0.0.2:3000", ["grafana_base_url"]),
+        ("https://railtrace.example.net", None, []),
+        ("http://10.1.2.3:8000", None, []),
+    ],
+)
+def test_a_loopback_base_url_is_warned_with_the_setting_that_fixes_it(
+    incident: str, grafana: str | None, warned: list[str]
+) -> None:
+    warnings = unreachable_links(
+        AlertSettings(incident_base_url=incident, grafana_base_url=grafana)
+    )
+    assert len(warnings) == len(warned)
+    for name, text in zip(warned, warnings, strict=True):
+        assert f"RAILTRACE_ALERTS__{name.upper()}" in text
+        assert "will not open for anyone else" in text
+
+
+def test_the_default_settings_warn_that_slack_links_point_at_this_machine() -> None:
+    (warning,) = unreachable_links(AlertSettings())
+    assert warning.startswith("alerts.incident_base_url is http://127.0.0.1:8000")
 
 
 def test_railtrace_alert_without_a_webhook_exits_with_a_clear_message() -> None:
@@ -472,3 +502,21 @@ def test_railtrace_alert_without_a_webhook_exits_with_a_clear_message() -> None:
     assert done.returncode == 1
     assert "no Slack webhook configured" in done.stderr
     assert "RAILTRACE_ALERTS__SLACK_WEBHOOK_URL" in " ".join(done.stderr.split())
+
+
+def test_railtrace_alert_warns_once_at_startup_that_default_links_point_at_this_machine() -> None:
+    """Before it even reaches the broker (none listens here), so the warning is the first
+    thing a deployment's log shows."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    env.update(
+        RAILTRACE_ALERTS__SLACK_WEBHOOK_URL="http://127.0.0.1:9/hook",
+        RAILTRACE_KAFKA__BOOTSTRAP_SERVERS=f"127.0.0.1:{free_port()}",
+    )
+    done = subprocess.run(  # noqa: PLW1510 - the broker is absent: only the log is checked
+        [RAILTRACE, "alert"], env=env, capture_output=True, text=True, timeout=60
+    )
+    logs = " ".join(done.stderr.split())
+    assert logs.count("will not open for anyone else") == 1, done.stderr
+    assert "RAILTRACE_ALERTS__INCIDENT_BASE_URL" in logs
