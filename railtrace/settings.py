@@ -214,6 +214,8 @@ class AlertSettings(BaseModel):
     backoff_base_s: float = Field(default=1.0, gt=0)
     backoff_max_s: float = Field(default=60.0, gt=0)
     timeout_s: float = Field(default=10.0, gt=0)
+    # A job alerted stalled or slow whose verdict turns healthy gets a recovery message.
+    send_recovery: bool = True
     # Evidence lines shown in a verdict alert.
     evidence_lines: int = Field(default=3, ge=0, le=10)
     # A new consumer group starts at the end of the topics (no alerts for old history) unless

@@ -282,6 +282,40 @@ def test_changed_cause_goes_out_again_at_once_and_so_does_the_first_cause_after_
 def test_a_job_that_recovers_and_stalls_again_is_alerted_again() -> None:
     pol = policy()
     assert pol.on_verdict(verdict(), now=0) is not None
+    recovered = pol.on_verdict(verdict(state=JobState.HEALTHY), now=1)
+    assert recovered is not None and recovered.kind == "recovery"
+    assert pol.on_verdict(verdict(), now=2) is not None
+
+
+def test_a_job_alerted_stalled_gets_one_recovery_message_when_healthy_again() -> None:
+    pol = policy()
+    pol.on_verdict(verdict(), now=0)
+    healthy = dataclasses.replace(
+        verdict(state=JobState.HEALTHY), cause_kind=CauseKind.UNKNOWN, cause_link=None
+    )
+    alert = pol.on_verdict(healthy, now=1)
+    assert alert is not None
+    assert (alert.subject, alert.priority) == ("job:slurm-4242", Priority.LOW)
+    p = alert.payload
+    assert p["blocks"][0]["text"]["text"] == "Job slurm-4242 recovered"
+    assert p["text"] == (
+        "railtrace: job slurm-4242 recovered, healthy again (was stalled, link "
+        "leaf03:Ethernet1/7 &lt;-&gt; gpu-node-12:mlx5_3). "
+        "https://railtrace.example.net/incidents/slurm-4242"
+    )
+    assert pol.on_verdict(healthy, now=2) is None
+
+
+def test_no_recovery_message_for_a_job_the_channel_never_heard_of() -> None:
+    pol = policy(min_confidence=0.9)
+    assert pol.on_verdict(verdict(job_id="quiet", confidence=0.5), now=0) is None
+    assert pol.on_verdict(verdict(job_id="quiet", state=JobState.HEALTHY), now=1) is None
+    assert pol.on_verdict(verdict(job_id="never", state=JobState.HEALTHY), now=2) is None
+
+
+def test_recovery_messages_can_be_turned_off_and_a_new_stall_still_alerts() -> None:
+    pol = policy(send_recovery=False)
+    assert pol.on_verdict(verdict(), now=0) is not None
     assert pol.on_verdict(verdict(state=JobState.HEALTHY), now=1) is None
     assert pol.on_verdict(verdict(), now=2) is not None
 

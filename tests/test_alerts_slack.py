@@ -33,6 +33,7 @@ from railtrace.alerts.payloads import (
     cabling_alert,
     flap_storm_alert,
     node_alert,
+    recovery_alert,
     verdict_alert,
 )
 from railtrace.alerts.slack import SlackSender
@@ -44,6 +45,7 @@ from railtrace.streams.records import (
     CablingEvent,
     CablingKind,
     Endpoint,
+    JobState,
     LinkEvent,
     LinkEventKind,
     NodeEvent,
@@ -190,6 +192,7 @@ def every_kind() -> list[Alert]:
         node_alert(node_event(), BASE, GRAFANA),
         flap_storm_alert(flap, LINK.link_id, BASE, GRAFANA),
         cabling_alert(MISWIRE, BASE),
+        recovery_alert(verdict(state=JobState.HEALTHY), "stalled, link", BASE),
     ]
 
 
@@ -207,7 +210,7 @@ def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
             await sender.start()
             for a in every_kind():
                 sender.emit(a)
-            await until(lambda: sender.counters["sent"] == 4)
+            await until(lambda: sender.counters["sent"] == 5)
             await sender.stop()
         assert rx.problems == []
         headers = [p["blocks"][0]["text"]["text"] for _, p in rx.got]
@@ -215,6 +218,7 @@ def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
             "Node gpu7 quarantined",
             f"Link flap storm: {LINK.link_id}",
             "Cabling miswired: leaf03:swp1",
+            "Job slurm-4242 recovered",
         ]
         assert headers[0].startswith("Job slurm-4242 stalled: link leaf03:Ethernet1/7")
 

@@ -235,6 +235,24 @@ def verdict_alert(
     )
 
 
+def recovery_alert(v: Verdict, was: str, base_url: str) -> Alert:
+    """A job that was alerted stalled or slow is healthy again (`was` says as what): whoever
+    was paged can stand down, and the channel does not keep showing an open incident."""
+    url = _url(base_url, "incidents", v.job_id)
+    payload = _message(
+        f"railtrace: job {v.job_id} recovered, healthy again (was {was}).",
+        f"Job {v.job_id} recovered",
+        {
+            "Job": v.job_id,
+            "State": str(v.state),
+            "Was": was,
+            "Ranks / hosts": f"{v.ranks} / {v.hosts}",
+        },
+        [("Open incident", url)],
+    )
+    return Alert("recovery", f"job:{v.job_id}", "recovered", Priority.LOW, payload)
+
+
 def node_alert(e: NodeEvent, base_url: str, grafana: str | None = None) -> Alert:
     """A node was quarantined (taken out of scheduling) or released back; with `grafana`,
     a second button opens the node's Xid dashboard."""

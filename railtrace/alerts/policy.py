@@ -3,7 +3,7 @@
 Dedup is per subject (a job, a node, a link, a port): the same fingerprint (state and cause)
 again within the window is suppressed, a different one is sent at once, and states that are
 not alerted (a healthy verdict, a resolved cabling difference) are noted so that the next
-alert counts as new. The sender paces messages with a token bucket (Slack takes about one a
+alert counts as new. A job alerted stalled or slow that turns healthy gets one recovery. The sender paces messages with a token bucket (Slack takes about one a
 second per webhook) out of a bounded queue that gives up the least important, oldest alert
 first when full.
 """
@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from railtrace.alerts.payloads import (
     Alert,
     cabling_alert,
+    cause_text,
     flap_storm_alert,
     node_alert,
+    recovery_alert,
     verdict_alert,
 )
 from railtrace.settings import AlertSettings
@@ -129,14 +131,23 @@ class AlertPolicy:
     settings: AlertSettings
     dedup: Deduper = field(init=False)
     counters: dict[str, int] = field(init=False)
+    # Jobs alerted stalled or slow and not healthy since, oldest first, with what they were
+    # alerted as: a recovery is news only to a channel that heard of the trouble.
+    _troubled: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.dedup = Deduper(self.settings.dedup_window_s)
         self.counters = {"alerts": 0, "suppressed": 0, "below_confidence": 0}
+        self._troubled = {}
 
     def on_verdict(self, v: Verdict, now: float) -> Alert | None:
-        """A stalled or slow job with a cause, confident enough; anything else resets it."""
+        """A stalled or slow job with a cause, confident enough; a job alerted so and now
+        healthy, its recovery; anything else resets it."""
         subject = f"job:{v.job_id}"
+        if v.state is JobState.HEALTHY and v.job_id in self._troubled:
+            was = self._troubled.pop(v.job_id)
+            if self.settings.send_recovery:
+                return self._admit(recovery_alert(v, was, self.settings.incident_base_url), now)
         if v.state not in _ALERTED_STATES or v.cause_kind is CauseKind.UNKNOWN:
             self.dedup.note(subject, str(v.state), now)
             return None
@@ -145,7 +156,13 @@ class AlertPolicy:
             return None
         s = self.settings
         alert = verdict_alert(v, s.incident_base_url, s.evidence_lines, s.grafana_base_url)
-        return self._admit(alert, now)
+        admitted = self._admit(alert, now)
+        if admitted is not None:
+            self._troubled.pop(v.job_id, None)  # re-insert: the dict stays ordered by time
+            self._troubled[v.job_id] = f"{v.state}, {cause_text(v)}"
+            if len(self._troubled) > self.dedup.max_subjects:
+                del self._troubled[next(iter(self._troubled))]
+        return admitted
 
     def on_node_event(self, e: NodeEvent, now: float) -> Alert | None:
         """Quarantine decisions and releases; plain Xids that changed nothing are not news."""
