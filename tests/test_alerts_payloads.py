@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -211,6 +212,40 @@ def test_quarantine_and_flap_storm_alerts_add_a_grafana_button_when_configured()
     link = buttons(flap_storm_alert(flap(), LINK.link_id, BASE, GRAFANA).payload)
     assert link[1][0] == "Link in Grafana" and link[1][1].startswith(f"{GRAFANA}/d/railtrace-link?")
     assert len(buttons(node_alert(node_event(), BASE).payload)) == 1
+
+
+def fields(payload: dict) -> list[str]:
+    return [f["text"] for f in payload["blocks"][1]["fields"]]
+
+
+def test_times_are_shown_in_the_site_zone_beside_utc() -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    p = verdict_alert(verdict(), BASE, zone=berlin).payload
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(p)
+    assert "*At*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(
+        node_alert(node_event(), BASE, zone=berlin).payload
+    )
+    assert "*At*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(
+        cabling_alert(miswired(), BASE, zone=berlin).payload
+    )
+
+
+def test_a_local_time_on_another_day_carries_its_date() -> None:
+    p = flap_storm_alert(flap(), LINK.link_id, BASE, zone=ZoneInfo("America/Los_Angeles")).payload
+    assert "*At*\n2026-05-05 06:16:47 UTC (2026-05-04 23:16:47 PDT)" in fields(p)
+
+
+def test_a_site_in_utc_shows_utc_once() -> None:
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC" in fields(verdict_alert(verdict(), BASE).payload)
+    p = verdict_alert(verdict(), BASE, zone=ZoneInfo("Etc/UTC")).payload
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC" in fields(p)
+
+
+def test_the_policy_shows_times_in_the_zone_it_is_given() -> None:
+    pol = AlertPolicy(AlertSettings(incident_base_url=BASE), ZoneInfo("Asia/Tokyo"))
+    alert = pol.on_verdict(verdict(), now=0)
+    assert alert is not None
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (15:16:47 JST)" in fields(alert.payload)
 
 
 def test_quarantine_alert_carries_node_reason_sdc_and_xid_escaped_for_mrkdwn() -> None:

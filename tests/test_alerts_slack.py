@@ -524,3 +524,25 @@ def test_railtrace_alert_warns_once_at_startup_that_default_links_point_at_this_
     logs = " ".join(done.stderr.split())
     assert logs.count("will not open for anyone else") == 1, done.stderr
     assert "RAILTRACE_ALERTS__INCIDENT_BASE_URL" in logs
+
+
+def test_railtrace_alert_shows_times_in_the_site_zone() -> None:
+    from zoneinfo import ZoneInfo
+
+    from railtrace.alerts.consumer import AlertConsumer
+    from railtrace.settings import Settings
+
+    settings = Settings(site={"timezone": "Europe/Berlin"}, alerts={"incident_base_url": BASE})
+    sent: list[Alert] = []
+
+    class Collect:
+        def emit(self, alert: Alert) -> None:
+            sent.append(alert)
+
+    consumer = AlertConsumer(settings, Collect())
+    assert consumer.policy.zone == ZoneInfo("Europe/Berlin")
+    consumer.handle(consumer.verdicts, b"job", wire.encode_records([verdict()]))
+    (alert,) = sent
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in [
+        f["text"] for f in alert.payload["blocks"][1]["fields"]
+    ]

@@ -47,7 +47,7 @@ class AlertConsumer:
         self.settings = settings
         self.sender = sender
         self.clock = clock
-        self.policy = AlertPolicy(settings.alerts)
+        self.policy = AlertPolicy(settings.alerts, settings.site.zone)
         self.group = f"{settings.worker.app_id}-alerts"
         prefix = settings.kafka.topic_prefix
         self.verdicts = topics.name(prefix, topics.VERDICTS)

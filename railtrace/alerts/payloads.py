@@ -8,7 +8,7 @@ about (`subject`) and what it says about it (`fingerprint`), which the policy de
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from enum import IntEnum
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -62,10 +62,18 @@ def _iso(ts_ns: int) -> str:
     return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _utc(ts_ns: int | None) -> str:
+def _utc(ts_ns: int | None, zone: tzinfo = UTC) -> str:
+    """UTC, the fabric's clock, and beside it the site's own (`site.timezone`), which the
+    person on call lives in and the hosts' logs print in; the date again only when it differs."""
     if ts_ns is None:
         return "-"
-    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    at = datetime.fromtimestamp(ts_ns / 1e9, tz=UTC)
+    text = at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    local = at.astimezone(zone)
+    if local.utcoffset() == at.utcoffset() and local.tzname() in ("UTC", "GMT"):
+        return text
+    shown = "%H:%M:%S %Z" if local.date() == at.date() else "%Y-%m-%d %H:%M:%S %Z"
+    return f"{text} ({local.strftime(shown)})"
 
 
 def _esc(text: str) -> str:
@@ -195,7 +203,11 @@ def _culprit_buttons(v: Verdict, base_url: str, grafana: str | None) -> list[tup
 
 
 def verdict_alert(
-    v: Verdict, base_url: str, evidence_lines: int = 3, grafana: str | None = None
+    v: Verdict,
+    base_url: str,
+    evidence_lines: int = 3,
+    grafana: str | None = None,
+    zone: tzinfo = UTC,
 ) -> Alert:
     """A job stalled (or slowed) and railtrace names the link or node behind it, what the
     stall cost and what answering now saved; buttons open the incident, the culprit's page
@@ -220,7 +232,7 @@ def verdict_alert(
             "Cause": cause,
             **({"Side": DIAGNOSIS_TEXT.get(v.diagnosis, v.diagnosis)} if v.diagnosis else {}),
             "Confidence": f"{v.confidence:.2f}",
-            "Stalled at": _utc(v.stalled_at_ns),
+            "Stalled at": _utc(v.stalled_at_ns, zone),
             "Ranks / hosts": f"{v.ranks} / {v.hosts}",
         },
         [("Open incident", url), *_culprit_buttons(v, base_url, grafana)],
@@ -253,7 +265,9 @@ def recovery_alert(v: Verdict, was: str, base_url: str) -> Alert:
     return Alert("recovery", f"job:{v.job_id}", "recovered", Priority.LOW, payload)
 
 
-def node_alert(e: NodeEvent, base_url: str, grafana: str | None = None) -> Alert:
+def node_alert(
+    e: NodeEvent, base_url: str, grafana: str | None = None, zone: tzinfo = UTC
+) -> Alert:
     """A node was quarantined (taken out of scheduling) or released back; with `grafana`,
     a second button opens the node's Xid dashboard."""
     quarantined = e.action == "quarantine"
@@ -270,7 +284,7 @@ def node_alert(e: NodeEvent, base_url: str, grafana: str | None = None) -> Alert
             "Reason": e.reason or "-",
             "Suspected SDC": "yes" if e.sdc else "no",
             "Xid": xid,
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
         },
         [
             ("Open node", _url(base_url, "nodes", e.node)),
@@ -286,7 +300,7 @@ def node_alert(e: NodeEvent, base_url: str, grafana: str | None = None) -> Alert
 
 
 def flap_storm_alert(
-    e: LinkEvent, link_id: str, base_url: str, grafana: str | None = None
+    e: LinkEvent, link_id: str, base_url: str, grafana: str | None = None, zone: tzinfo = UTC
 ) -> Alert:
     """A link changed state so often within the health window that it counts as flapping;
     `e.value` is the number of changes the telemetry stage counted. With `grafana`, a second
@@ -300,7 +314,7 @@ def flap_storm_alert(
             "Link": link_id,
             "Seen on": f"{e.device}:{e.interface}",
             "State changes": str(changes),
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
             "Detail": e.detail or "-",
         },
         [
@@ -323,7 +337,7 @@ def flap_storm_alert(
     return Alert("flap-storm", f"link:{link_id}", str(e.kind), Priority.NORMAL, payload)
 
 
-def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
+def cabling_alert(e: CablingEvent, base_url: str, zone: tzinfo = UTC) -> Alert:
     """A port's LLDP neighbour differs from cables.csv (miswired, unexpected, missing)."""
     port = f"{e.device}:{e.interface}"
     payload = _message(
@@ -334,7 +348,7 @@ def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
             "Difference": str(e.kind),
             "Planned": _port(e.planned),
             "Seen (LLDP)": _port(e.seen),
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
             "Detail": e.detail or "-",
         },
         [("Open cabling", _url(base_url, "cabling") + "?" + urlencode({"device": e.device}))],

@@ -3,15 +3,16 @@
 Dedup is per subject (a job, a node, a link, a port): the same fingerprint (state and cause)
 again within the window is suppressed, a different one is sent at once, and states that are
 not alerted (a healthy verdict, a resolved cabling difference) are noted so that the next
-alert counts as new. A job alerted stalled or slow that turns healthy gets one recovery. The sender paces messages with a token bucket (Slack takes about one a
-second per webhook) out of a bounded queue that gives up the least important, oldest alert
-first when full.
+alert counts as new. A job alerted stalled or slow that turns healthy gets one recovery. The
+sender paces messages with a token bucket (Slack takes about one a second per webhook) out of
+a bounded queue that gives up the least important, oldest alert first when full.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from railtrace.alerts.payloads import (
     Alert,
@@ -129,6 +130,8 @@ class AlertPolicy:
     """Turns records from the topics into the alerts worth sending."""
 
     settings: AlertSettings
+    # The site's zone (`site.timezone`): times are shown in it beside UTC.
+    zone: tzinfo = UTC
     dedup: Deduper = field(init=False)
     counters: dict[str, int] = field(init=False)
     # Jobs alerted stalled or slow and not healthy since, oldest first, with what they were
@@ -155,7 +158,9 @@ class AlertPolicy:
             self.counters["below_confidence"] += 1
             return None
         s = self.settings
-        alert = verdict_alert(v, s.incident_base_url, s.evidence_lines, s.grafana_base_url)
+        alert = verdict_alert(
+            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone
+        )
         admitted = self._admit(alert, now)
         if admitted is not None:
             self._troubled.pop(v.job_id, None)  # re-insert: the dict stays ordered by time
@@ -169,7 +174,10 @@ class AlertPolicy:
         if e.action not in ("quarantine", "release"):
             return None
         return self._admit(
-            node_alert(e, self.settings.incident_base_url, self.settings.grafana_base_url), now
+            node_alert(
+                e, self.settings.incident_base_url, self.settings.grafana_base_url, self.zone
+            ),
+            now,
         )
 
     def on_link_event(self, e: LinkEvent, link_id: str, now: float) -> Alert | None:
@@ -177,7 +185,7 @@ class AlertPolicy:
         if e.kind is not LinkEventKind.FLAP:
             return None
         s = self.settings
-        alert = flap_storm_alert(e, link_id, s.incident_base_url, s.grafana_base_url)
+        alert = flap_storm_alert(e, link_id, s.incident_base_url, s.grafana_base_url, self.zone)
         return self._admit(alert, now)
 
     def on_cabling(self, e: CablingEvent, now: float) -> Alert | None:
@@ -185,7 +193,7 @@ class AlertPolicy:
         if e.kind not in _CABLING_DIFFERENCES:
             self.dedup.note(f"port:{e.device}:{e.interface}", str(e.kind), now)
             return None
-        return self._admit(cabling_alert(e, self.settings.incident_base_url), now)
+        return self._admit(cabling_alert(e, self.settings.incident_base_url, self.zone), now)
 
     def _admit(self, alert: Alert, now: float) -> Alert | None:
         if not self.dedup.admit(alert.subject, alert.fingerprint, now):
