@@ -519,9 +519,11 @@ def alert(ctx: typer.Context) -> None:
         )
     import asyncio
 
-    from railtrace.alerts.consumer import run_alerts
+    from railtrace.alerts.consumer import run_alerts, unreachable_links
     from railtrace.streams.worker.kafka import ensure_topics
 
+    for warning in unreachable_links(settings.alerts):
+        log.warning(warning)
     asyncio.run(ensure_topics(settings.kafka))
     run_alerts(settings)
 

@@ -197,6 +197,9 @@ class AlertSettings(BaseModel):
     slack_webhook_url: SecretStr | None = None
     # Where people open an incident: alerts link to `<incident_base_url>/incidents/<job id>`.
     incident_base_url: str = "http://127.0.0.1:8000"
+    # Grafana with railtrace's dashboards provisioned (deploy/grafana), as people reach it:
+    # when set, alerts add a button opening the culprit link's or node's dashboard.
+    grafana_base_url: str | None = None
     # A verdict below this confidence is not worth waking anyone up for.
     min_confidence: float = Field(default=0.5, ge=0, le=1)
     # The same alert (same job, state and cause; node and action; ...) again within this
@@ -211,6 +214,8 @@ class AlertSettings(BaseModel):
     backoff_base_s: float = Field(default=1.0, gt=0)
     backoff_max_s: float = Field(default=60.0, gt=0)
     timeout_s: float = Field(default=10.0, gt=0)
+    # A job alerted stalled or slow whose verdict turns healthy gets a recovery message.
+    send_recovery: bool = True
     # Evidence lines shown in a verdict alert.
     evidence_lines: int = Field(default=3, ge=0, le=10)
     # A new consumer group starts at the end of the topics (no alerts for old history) unless

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -31,6 +32,7 @@ from railtrace.streams.records import (
     LinkEvent,
     LinkEventKind,
     NodeEvent,
+    Verdict,
 )
 
 BASE = "https://railtrace.example.net/"
@@ -114,6 +116,138 @@ def test_a_tied_verdict_is_alerted_as_a_tie_not_as_its_first_candidate() -> None
     assert "cause a tie the evidence cannot tell apart" in p["text"]
 
 
+GRAFANA = "https://grafana.example.net"
+
+
+def buttons(payload: dict) -> list[tuple[str, str]]:
+    (actions,) = [b for b in payload["blocks"] if b["type"] == "actions"]
+    return [(e["text"]["text"], e["url"]) for e in actions["elements"]]
+
+
+def stalled(gpus: int = 128, answer_s: int = 20, watchdog_seen: bool = False) -> Verdict:
+    """A stalled 128-GPU job answered `answer_s` after the stall, its watchdog 10 min after."""
+    return dataclasses.replace(
+        verdict(),
+        decided_at_ns=T0 + answer_s * 10**9,
+        gpus=gpus,
+        watchdog_at_ns=T0 + 600 * 10**9,
+        watchdog_seen=watchdog_seen,
+    )
+
+
+def sections(payload: dict) -> list[str]:
+    return [b["text"]["text"] for b in payload["blocks"] if b["type"] == "section" and "text" in b]
+
+
+def test_stalled_alert_says_what_the_stall_cost_and_what_answering_before_the_watchdog_saved() -> (
+    None
+):
+    p = verdict_alert(stalled(), BASE).payload
+    assert sections(p)[0] == (
+        "*Cost*\n128 GPUs idle 20 s before this answer (0.7 GPU-h); the watchdog fires 10 min "
+        "after the stall (expected, 21.3 GPU-h): 20.6 GPU-h saved"
+    )
+    assert "20.6 GPU-h saved." in p["text"]
+
+
+def test_a_watchdog_the_job_printed_is_said_to_have_fired_not_expected() -> None:
+    p = verdict_alert(stalled(answer_s=900, watchdog_seen=True), BASE).payload
+    assert sections(p)[0] == (
+        "*Cost*\n128 GPUs idle 15 min before this answer (32.0 GPU-h); the watchdog fired "
+        "10 min after the stall (21.3 GPU-h): 0.0 GPU-h saved"
+    )
+
+
+def test_a_slow_job_or_an_undated_stall_has_no_cost_line() -> None:
+    slow = dataclasses.replace(stalled(), state=JobState.SLOW)
+    for v in (slow, verdict()):
+        p = verdict_alert(v, BASE).payload
+        assert not any(t.startswith("*Cost*") for t in sections(p))
+        assert "GPU-h" not in p["text"]
+
+
+def test_link_verdict_has_buttons_for_incident_link_page_and_grafana_when_configured() -> None:
+    v = stalled()
+    quoted = LINK.link_id.replace(":", "%3A").replace("/", "%2F")
+    incident = ("Open incident", "https://railtrace.example.net/incidents/slurm-4242")
+    link = ("Open link", f"https://railtrace.example.net/links/{quoted}")
+    assert buttons(verdict_alert(v, BASE).payload) == [incident, link]
+    start_ms, end_ms = (T0 - 900 * 10**9) // 10**6, (T0 + 920 * 10**9) // 10**6
+    grafana = (
+        "Link in Grafana",
+        f"{GRAFANA}/d/railtrace-link?var-link_id={quoted}&from={start_ms}&to={end_ms}",
+    )
+    p = verdict_alert(v, BASE, grafana=GRAFANA + "/").payload
+    assert buttons(p) == [incident, link, grafana]
+    (actions,) = [b for b in p["blocks"] if b["type"] == "actions"]
+    ids = [e["action_id"] for e in actions["elements"]]
+    assert len(set(ids)) == 3 and ids[0] == "railtrace-open"
+
+
+def test_node_verdict_buttons_open_the_node_page_and_its_grafana_dashboard() -> None:
+    v = dataclasses.replace(
+        stalled(), cause_kind=CauseKind.NODE, cause_link=None, cause_node="gpu-node-12"
+    )
+    labels = [
+        (label, url.split("?")[0])
+        for label, url in buttons(verdict_alert(v, BASE, grafana=GRAFANA).payload)
+    ]
+    assert labels[1:] == [
+        ("Open node", "https://railtrace.example.net/nodes/gpu-node-12"),
+        ("Node in Grafana", f"{GRAFANA}/d/railtrace-nodes"),
+    ]
+    assert "var-node=gpu-node-12" in buttons(verdict_alert(v, BASE, grafana=GRAFANA).payload)[2][1]
+
+
+def test_a_tie_gets_no_culprit_button_only_the_incident_page() -> None:
+    v = dataclasses.replace(stalled(), tied=(LINK.link_id, "L2"))
+    p = verdict_alert(v, BASE, grafana=GRAFANA).payload
+    assert [label for label, _ in buttons(p)] == ["Open incident"]
+    assert p["blocks"][0]["text"]["text"].startswith("Job slurm-4242 stalled: a tie")
+
+
+def test_quarantine_and_flap_storm_alerts_add_a_grafana_button_when_configured() -> None:
+    node = buttons(node_alert(node_event(), BASE, GRAFANA).payload)
+    assert node[1][0] == "Node in Grafana" and "var-node=gpu7" in node[1][1]
+    link = buttons(flap_storm_alert(flap(), LINK.link_id, BASE, GRAFANA).payload)
+    assert link[1][0] == "Link in Grafana" and link[1][1].startswith(f"{GRAFANA}/d/railtrace-link?")
+    assert len(buttons(node_alert(node_event(), BASE).payload)) == 1
+
+
+def fields(payload: dict) -> list[str]:
+    return [f["text"] for f in payload["blocks"][1]["fields"]]
+
+
+def test_times_are_shown_in_the_site_zone_beside_utc() -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    p = verdict_alert(verdict(), BASE, zone=berlin).payload
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(p)
+    assert "*At*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(
+        node_alert(node_event(), BASE, zone=berlin).payload
+    )
+    assert "*At*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in fields(
+        cabling_alert(miswired(), BASE, zone=berlin).payload
+    )
+
+
+def test_a_local_time_on_another_day_carries_its_date() -> None:
+    p = flap_storm_alert(flap(), LINK.link_id, BASE, zone=ZoneInfo("America/Los_Angeles")).payload
+    assert "*At*\n2026-05-05 06:16:47 UTC (2026-05-04 23:16:47 PDT)" in fields(p)
+
+
+def test_a_site_in_utc_shows_utc_once() -> None:
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC" in fields(verdict_alert(verdict(), BASE).payload)
+    p = verdict_alert(verdict(), BASE, zone=ZoneInfo("Etc/UTC")).payload
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC" in fields(p)
+
+
+def test_the_policy_shows_times_in_the_zone_it_is_given() -> None:
+    pol = AlertPolicy(AlertSettings(incident_base_url=BASE), ZoneInfo("Asia/Tokyo"))
+    alert = pol.on_verdict(verdict(), now=0)
+    assert alert is not None
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (15:16:47 JST)" in fields(alert.payload)
+
+
 def test_quarantine_alert_carries_node_reason_sdc_and_xid_escaped_for_mrkdwn() -> None:
     p = node_alert(node_event(), BASE).payload
     fields = [f["text"] for f in p["blocks"][1]["fields"]]
@@ -183,8 +317,47 @@ def test_changed_cause_goes_out_again_at_once_and_so_does_the_first_cause_after_
 def test_a_job_that_recovers_and_stalls_again_is_alerted_again() -> None:
     pol = policy()
     assert pol.on_verdict(verdict(), now=0) is not None
+    recovered = pol.on_verdict(verdict(state=JobState.HEALTHY), now=1)
+    assert recovered is not None and recovered.kind == "recovery"
+    assert pol.on_verdict(verdict(), now=2) is not None
+
+
+def test_a_job_alerted_stalled_gets_one_recovery_message_when_healthy_again() -> None:
+    pol = policy()
+    pol.on_verdict(verdict(), now=0)
+    healthy = dataclasses.replace(
+        verdict(state=JobState.HEALTHY), cause_kind=CauseKind.UNKNOWN, cause_link=None
+    )
+    alert = pol.on_verdict(healthy, now=1)
+    assert alert is not None
+    assert (alert.subject, alert.priority) == ("job:slurm-4242", Priority.LOW)
+    p = alert.payload
+    assert p["blocks"][0]["text"]["text"] == "Job slurm-4242 recovered"
+    assert p["text"] == (
+        "railtrace: job slurm-4242 recovered, healthy again (was stalled, link "
+        "leaf03:Ethernet1/7 &lt;-&gt; gpu-node-12:mlx5_3). "
+        "https://railtrace.example.net/incidents/slurm-4242"
+    )
+    assert pol.on_verdict(healthy, now=2) is None
+
+
+def test_no_recovery_message_for_a_job_the_channel_never_heard_of() -> None:
+    pol = policy(min_confidence=0.9)
+    assert pol.on_verdict(verdict(job_id="quiet", confidence=0.5), now=0) is None
+    assert pol.on_verdict(verdict(job_id="quiet", state=JobState.HEALTHY), now=1) is None
+    assert pol.on_verdict(verdict(job_id="never", state=JobState.HEALTHY), now=2) is None
+
+
+def test_recovery_messages_can_be_turned_off_and_a_new_stall_still_alerts() -> None:
+    pol = policy(send_recovery=False)
+    assert pol.on_verdict(verdict(), now=0) is not None
     assert pol.on_verdict(verdict(state=JobState.HEALTHY), now=1) is None
     assert pol.on_verdict(verdict(), now=2) is not None
+
+
+def test_policy_passes_the_grafana_setting_to_the_alerts() -> None:
+    alert = policy(grafana_base_url=GRAFANA).on_verdict(stalled(), now=0)
+    assert alert is not None and buttons(alert.payload)[-1][0] == "Link in Grafana"
 
 
 def test_low_confidence_and_unknown_cause_verdicts_are_not_alerted() -> None:

@@ -10,6 +10,7 @@ loaded the machine is."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import os
@@ -26,11 +27,13 @@ from aiohttp import web
 from kafka_support import BOOTSTRAP, RAILTRACE, free_port, group_offsets, require_broker
 from store_samples import LINK, T0, verdict
 
+from railtrace.alerts.consumer import unreachable_links
 from railtrace.alerts.payloads import (
     Alert,
     cabling_alert,
     flap_storm_alert,
     node_alert,
+    recovery_alert,
     verdict_alert,
 )
 from railtrace.alerts.slack import SlackSender
@@ -42,13 +45,16 @@ from railtrace.streams.records import (
     CablingEvent,
     CablingKind,
     Endpoint,
+    JobState,
     LinkEvent,
     LinkEventKind,
     NodeEvent,
+    Verdict,
 )
 from railtrace.streams.worker.kafka import ensure_topics
 
 BASE = "http://incidents.example.net"
+GRAFANA = "http://grafana.example.net"
 SECRET = "xoxb-SECRET-TOKEN-7f3a"
 BLOCK_TYPES = {"header", "section", "actions", "context", "divider"}
 
@@ -70,8 +76,19 @@ def shape_problems(payload: Any) -> list[str]:
             problems.append("header too long")
         if b["type"] == "section" and not (b.get("text") or b.get("fields")):
             problems.append("empty section")
-    urls = [e["url"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
-    if len(urls) != 1 or not urls[0].startswith(BASE + "/"):
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    actions = [b for b in blocks if b["type"] == "actions"]
+    if any(len(b["elements"]) > 25 for b in actions):
+        problems.append("more than 25 elements in an actions block")
+    ids = [e["action_id"] for e in buttons]
+    if len(set(ids)) != len(ids) or any(len(i) > 255 for i in ids):
+        problems.append(f"action ids not unique or too long: {ids}")
+    if any(len(e["text"]["text"]) > 75 or len(e["url"]) > 3000 for e in buttons):
+        problems.append("button text or url too long")
+    urls = [e["url"] for e in buttons]
+    if any(not u.startswith((BASE + "/", GRAFANA + "/")) for u in urls):
+        problems.append(f"a button leads elsewhere: {urls}")
+    if not urls or not urls[0].startswith(BASE + "/"):
         problems.append(f"no link back to railtrace: {urls}")
     elif isinstance(text, str) and urls[0] not in text:
         problems.append("the fallback text lacks the link")
@@ -163,13 +180,19 @@ MISWIRE = CablingEvent(
 )
 
 
+def stalled_for_a_cost() -> Verdict:
+    """A stalled job whose alert carries a cost line and every button."""
+    return dataclasses.replace(verdict(), gpus=128, watchdog_at_ns=T0 + 600 * 10**9)
+
+
 def every_kind() -> list[Alert]:
     flap = LinkEvent(T0, "leaf03", "Ethernet1/7", LinkEventKind.FLAP, 5.0, "5 changes in 60 s")
     return [
-        verdict_alert(verdict(), BASE),
-        node_alert(node_event(), BASE),
-        flap_storm_alert(flap, LINK.link_id, BASE),
+        verdict_alert(stalled_for_a_cost(), BASE, grafana=GRAFANA),
+        node_alert(node_event(), BASE, GRAFANA),
+        flap_storm_alert(flap, LINK.link_id, BASE, GRAFANA),
         cabling_alert(MISWIRE, BASE),
+        recovery_alert(verdict(state=JobState.HEALTHY), "stalled, link", BASE),
     ]
 
 
@@ -187,7 +210,7 @@ def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
             await sender.start()
             for a in every_kind():
                 sender.emit(a)
-            await until(lambda: sender.counters["sent"] == 4)
+            await until(lambda: sender.counters["sent"] == 5)
             await sender.stop()
         assert rx.problems == []
         headers = [p["blocks"][0]["text"]["text"] for _, p in rx.got]
@@ -195,6 +218,7 @@ def test_every_kind_of_alert_reaches_the_receiver_in_slack_shape() -> None:
             "Node gpu7 quarantined",
             f"Link flap storm: {LINK.link_id}",
             "Cabling miswired: leaf03:swp1",
+            "Job slurm-4242 recovered",
         ]
         assert headers[0].startswith("Job slurm-4242 stalled: link leaf03:Ethernet1/7")
 
@@ -439,8 +463,37 @@ def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -
             for counter in ("sent=3", "suppressed=1", "bad_records=1", "dropped=0"):
                 assert counter in stopped, stopped
             assert SECRET not in logs
+            assert "loopback" not in logs
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("incident", "grafana", "warned"),
+    [
+        ("http://127.0.0.1:8000", None, ["incident_base_url"]),
+        ("http://localhost:8000/", "http://[::1]:3000", ["incident_base_url", "grafana_base_url"]),
+        ("http://0.0.0.0:8000", "https://grafana.example.net", ["incident_base_url"]),
+        ("https://railtrace.example.net", "http://127.0.0.2:3000", ["grafana_base_url"]),
+        ("https://railtrace.example.net", None, []),
+        ("http://10.1.2.3:8000", None, []),
+    ],
+)
+def test_a_loopback_base_url_is_warned_with_the_setting_that_fixes_it(
+    incident: str, grafana: str | None, warned: list[str]
+) -> None:
+    warnings = unreachable_links(
+        AlertSettings(incident_base_url=incident, grafana_base_url=grafana)
+    )
+    assert len(warnings) == len(warned)
+    for name, text in zip(warned, warnings, strict=True):
+        assert f"RAILTRACE_ALERTS__{name.upper()}" in text
+        assert "will not open for anyone else" in text
+
+
+def test_the_default_settings_warn_that_slack_links_point_at_this_machine() -> None:
+    (warning,) = unreachable_links(AlertSettings())
+    assert warning.startswith("alerts.incident_base_url is http://127.0.0.1:8000")
 
 
 def test_railtrace_alert_without_a_webhook_exits_with_a_clear_message() -> None:
@@ -453,3 +506,43 @@ def test_railtrace_alert_without_a_webhook_exits_with_a_clear_message() -> None:
     assert done.returncode == 1
     assert "no Slack webhook configured" in done.stderr
     assert "RAILTRACE_ALERTS__SLACK_WEBHOOK_URL" in " ".join(done.stderr.split())
+
+
+def test_railtrace_alert_warns_once_at_startup_that_default_links_point_at_this_machine() -> None:
+    """Before it even reaches the broker (none listens here), so the warning is the first
+    thing a deployment's log shows."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
+    env.update(
+        RAILTRACE_ALERTS__SLACK_WEBHOOK_URL="http://127.0.0.1:9/hook",
+        RAILTRACE_KAFKA__BOOTSTRAP_SERVERS=f"127.0.0.1:{free_port()}",
+    )
+    done = subprocess.run(  # noqa: PLW1510 - the broker is absent: only the log is checked
+        [RAILTRACE, "alert"], env=env, capture_output=True, text=True, timeout=60
+    )
+    logs = " ".join(done.stderr.split())
+    assert logs.count("will not open for anyone else") == 1, done.stderr
+    assert "RAILTRACE_ALERTS__INCIDENT_BASE_URL" in logs
+
+
+def test_railtrace_alert_shows_times_in_the_site_zone() -> None:
+    from zoneinfo import ZoneInfo
+
+    from railtrace.alerts.consumer import AlertConsumer
+    from railtrace.settings import Settings
+
+    settings = Settings(site={"timezone": "Europe/Berlin"}, alerts={"incident_base_url": BASE})
+    sent: list[Alert] = []
+
+    class Collect:
+        def emit(self, alert: Alert) -> None:
+            sent.append(alert)
+
+    consumer = AlertConsumer(settings, Collect())
+    assert consumer.policy.zone == ZoneInfo("Europe/Berlin")
+    consumer.handle(consumer.verdicts, b"job", wire.encode_records([verdict()]))
+    (alert,) = sent
+    assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in [
+        f["text"] for f in alert.payload["blocks"][1]["fields"]
+    ]

@@ -12,11 +12,13 @@ at the end of the topics unless `alerts.from_beginning` is set.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import signal
 import time
 from collections.abc import Callable
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from aiokafka import AIOKafkaConsumer
 
@@ -24,7 +26,7 @@ from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
-from railtrace.settings import Settings
+from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
 from railtrace.streams.records import CablingEvent, LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
@@ -45,7 +47,7 @@ class AlertConsumer:
         self.settings = settings
         self.sender = sender
         self.clock = clock
-        self.policy = AlertPolicy(settings.alerts)
+        self.policy = AlertPolicy(settings.alerts, settings.site.zone)
         self.group = f"{settings.worker.app_id}-alerts"
         prefix = settings.kafka.topic_prefix
         self.verdicts = topics.name(prefix, topics.VERDICTS)
@@ -103,6 +105,33 @@ class AlertConsumer:
     def _emit(self, alert: Alert | None) -> None:
         if alert is not None:
             self.sender.emit(alert)
+
+
+def _loopback(url: str) -> bool:
+    """True when `url` names this machine: a link to it opens only on the alerter's host."""
+    host = urlsplit(url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
+    return address.is_loopback or address.is_unspecified
+
+
+def unreachable_links(settings: AlertSettings) -> list[str]:
+    """Warnings for base URLs that only this machine can open. The incident base URL defaults
+    to the API's local address, which works for a demo and silently sends everyone else a
+    dead link, so a deployment that forgot to set it should hear so before the first alert."""
+    names = {
+        "incident_base_url": settings.incident_base_url,
+        "grafana_base_url": settings.grafana_base_url,
+    }
+    return [
+        f"alerts.{name} is {url}, a loopback address: links in Slack will not open for "
+        f"anyone else; set RAILTRACE_ALERTS__{name.upper()} (or {name} under [alerts] in "
+        "the config file) to the address people reach it at"
+        for name, url in names.items()
+        if url is not None and _loopback(url)
+    ]
 
 
 def run_alerts(settings: Settings) -> dict[str, int]:

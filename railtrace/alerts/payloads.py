@@ -8,11 +8,12 @@ about (`subject`) and what it says about it (`fingerprint`), which the policy de
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from enum import IntEnum
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from railtrace.streams.attribution.cost import IncidentCost, incident_cost
 from railtrace.streams.records import (
     DIAGNOSIS_TEXT,
     CablingEvent,
@@ -27,6 +28,9 @@ from railtrace.streams.records import (
 HEADER_MAX = 150
 FIELD_MAX = 2000
 SECTION_MAX = 3000
+FIELDS_MAX = 10
+BUTTON_TEXT_MAX = 75
+ACTIONS_MAX = 25
 
 
 class Priority(IntEnum):
@@ -58,10 +62,18 @@ def _iso(ts_ns: int) -> str:
     return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _utc(ts_ns: int | None) -> str:
+def _utc(ts_ns: int | None, zone: tzinfo = UTC) -> str:
+    """UTC, the fabric's clock, and beside it the site's own (`site.timezone`), which the
+    person on call lives in and the hosts' logs print in; the date again only when it differs."""
     if ts_ns is None:
         return "-"
-    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    at = datetime.fromtimestamp(ts_ns / 1e9, tz=UTC)
+    text = at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    local = at.astimezone(zone)
+    if local.utcoffset() == at.utcoffset() and local.tzname() in ("UTC", "GMT"):
+        return text
+    shown = "%H:%M:%S %Z" if local.date() == at.date() else "%Y-%m-%d %H:%M:%S %Z"
+    return f"{text} ({local.strftime(shown)})"
 
 
 def _esc(text: str) -> str:
@@ -82,35 +94,44 @@ def _url(base: str, *parts: str) -> str:
 
 
 def _message(
-    text: str, header: str, fields: dict[str, str], url: str, button: str, extra: str = ""
+    text: str,
+    header: str,
+    fields: dict[str, str],
+    buttons: list[tuple[str, str]],
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The common layout: a header, a grid of fields, optional extra text, a link button."""
+    """The common layout: a header, a grid of fields, optional sections of text, and link
+    buttons (label, url), the first the message's own page; the fallback text links it."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _cut(header, HEADER_MAX)}},
         {
             "type": "section",
             "fields": [
                 {"type": "mrkdwn", "text": _cut(f"*{name}*\n{_esc(value)}", FIELD_MAX)}
-                for name, value in list(fields.items())[:10]
+                for name, value in list(fields.items())[:FIELDS_MAX]
             ],
         },
     ]
-    if extra:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
+    blocks += [
+        {"type": "section", "text": {"type": "mrkdwn", "text": _cut(section, SECTION_MAX)}}
+        for section in extra
+        if section
+    ]
     blocks.append(
         {
             "type": "actions",
             "elements": [
                 {
                     "type": "button",
-                    "text": {"type": "plain_text", "text": button},
+                    "text": {"type": "plain_text", "text": _cut(label, BUTTON_TEXT_MAX)},
                     "url": url,
-                    "action_id": "railtrace-open",
+                    "action_id": f"railtrace-open-{i}" if i else "railtrace-open",
                 }
+                for i, (label, url) in enumerate(buttons[:ACTIONS_MAX])
             ],
         }
     )
-    return {"text": f"{_esc(text)} {url}", "blocks": blocks}
+    return {"text": f"{_esc(text)} {buttons[0][1]}", "blocks": blocks}
 
 
 def cause_text(v: Verdict) -> str:
@@ -124,8 +145,73 @@ def cause_text(v: Verdict) -> str:
     return "unknown"
 
 
-def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
-    """A job stalled (or slowed) and railtrace names the link or node behind it."""
+def _span(seconds: float) -> str:
+    """A duration as an on-call person reads it: seconds, then minutes, then hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cost_text(c: IncidentCost) -> str:
+    """What the stall cost until this answer, and what answering before the watchdog saved:
+    the number operators ask for ("how much of the other GPUs' time did you protect")."""
+    fired = "fired" if c.watchdog_seen else "fires"
+    expected = "" if c.watchdog_seen else "expected, "
+    return (
+        f"{c.gpus} GPUs idle {_span(c.to_verdict_s)} before this answer "
+        f"({c.lost_gpu_hours:.1f} GPU-h); the watchdog {fired} {_span(c.to_watchdog_s)} after "
+        f"the stall ({expected}{c.watchdog_gpu_hours:.1f} GPU-h): "
+        f"{c.saved_gpu_hours:.1f} GPU-h saved"
+    )
+
+
+def grafana_url(grafana: str, uid: str, var: str, value: str, start_ns: int, end_ns: int) -> str:
+    """A provisioned dashboard (deploy/grafana) on one variable, over the incident's time
+    plus a quarter hour either side, so the panels open on what the alert is about."""
+    margin = 15 * 60 * 1_000_000_000
+    query = {f"var-{var}": value, "from": (start_ns - margin) // 1_000_000}
+    query["to"] = (end_ns + margin) // 1_000_000
+    return _url(grafana, "d", uid) + "?" + urlencode(query)
+
+
+def _culprit_buttons(v: Verdict, base_url: str, grafana: str | None) -> list[tuple[str, str]]:
+    """The culprit's page and its Grafana dashboard; none for a tie, which names no culprit
+    (the incident page lists the tied candidates)."""
+    if v.tied:
+        return []
+    if v.cause_kind is CauseKind.LINK and v.cause_link is not None:
+        noun, page, uid, var, value = (
+            "link",
+            "links",
+            "railtrace-link",
+            "link_id",
+            v.cause_link.link_id,
+        )
+    elif v.cause_kind is CauseKind.NODE and v.cause_node:
+        noun, page, uid, var, value = "node", "nodes", "railtrace-nodes", "node", v.cause_node
+    else:
+        return []
+    buttons = [(f"Open {noun}", _url(base_url, page, value))]
+    if grafana:
+        start = v.stalled_at_ns or v.decided_at_ns or 0
+        end = v.decided_at_ns or start
+        url = grafana_url(grafana, uid, var, value, start, end)
+        buttons.append((f"{noun.capitalize()} in Grafana", url))
+    return buttons
+
+
+def verdict_alert(
+    v: Verdict,
+    base_url: str,
+    evidence_lines: int = 3,
+    grafana: str | None = None,
+    zone: tzinfo = UTC,
+) -> Alert:
+    """A job stalled (or slowed) and railtrace names the link or node behind it, what the
+    stall cost and what answering now saved; buttons open the incident, the culprit's page
+    and, when `grafana` is its base URL, the culprit's dashboard."""
     cause = cause_text(v)
     url = _url(base_url, "incidents", v.job_id)
     cause_id = v.cause_link.link_id if v.cause_link is not None else (v.cause_node or "")
@@ -133,8 +219,12 @@ def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
         f"• `{_utc(e.ts_ns)}` {e.source} {e.kind} {_esc(e.subject)}: {_esc(e.detail)}"
         for e in sorted(v.evidence, key=lambda e: e.ts_ns)[:evidence_lines]
     ]
+    cost = incident_cost(v)
+    summary = (
+        f"railtrace: job {v.job_id} {v.state} - cause {cause} (confidence {v.confidence:.2f})."
+    )
     payload = _message(
-        f"railtrace: job {v.job_id} {v.state} - cause {cause} (confidence {v.confidence:.2f}).",
+        summary + (f" {cost.saved_gpu_hours:.1f} GPU-h saved." if cost else ""),
         f"Job {v.job_id} {v.state}: {cause}",
         {
             "Job": v.job_id,
@@ -142,12 +232,14 @@ def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
             "Cause": cause,
             **({"Side": DIAGNOSIS_TEXT.get(v.diagnosis, v.diagnosis)} if v.diagnosis else {}),
             "Confidence": f"{v.confidence:.2f}",
-            "Stalled at": _utc(v.stalled_at_ns),
+            "Stalled at": _utc(v.stalled_at_ns, zone),
             "Ranks / hosts": f"{v.ranks} / {v.hosts}",
         },
-        url,
-        "Open incident",
-        _cut("*Evidence*\n" + "\n".join(lines), SECTION_MAX) if lines else "",
+        [("Open incident", url), *_culprit_buttons(v, base_url, grafana)],
+        (
+            f"*Cost*\n{_esc(cost_text(cost))}" if cost else "",
+            "*Evidence*\n" + "\n".join(lines) if lines else "",
+        ),
     )
     priority = Priority.HIGH if v.state == "stalled" else Priority.NORMAL
     return Alert(
@@ -155,12 +247,34 @@ def verdict_alert(v: Verdict, base_url: str, evidence_lines: int = 3) -> Alert:
     )
 
 
-def node_alert(e: NodeEvent, base_url: str) -> Alert:
-    """A node was quarantined (taken out of scheduling) or released back."""
+def recovery_alert(v: Verdict, was: str, base_url: str) -> Alert:
+    """A job that was alerted stalled or slow is healthy again (`was` says as what): whoever
+    was paged can stand down, and the channel does not keep showing an open incident."""
+    url = _url(base_url, "incidents", v.job_id)
+    payload = _message(
+        f"railtrace: job {v.job_id} recovered, healthy again (was {was}).",
+        f"Job {v.job_id} recovered",
+        {
+            "Job": v.job_id,
+            "State": str(v.state),
+            "Was": was,
+            "Ranks / hosts": f"{v.ranks} / {v.hosts}",
+        },
+        [("Open incident", url)],
+    )
+    return Alert("recovery", f"job:{v.job_id}", "recovered", Priority.LOW, payload)
+
+
+def node_alert(
+    e: NodeEvent, base_url: str, grafana: str | None = None, zone: tzinfo = UTC
+) -> Alert:
+    """A node was quarantined (taken out of scheduling) or released back; with `grafana`,
+    a second button opens the node's Xid dashboard."""
     quarantined = e.action == "quarantine"
     verb = "quarantined" if quarantined else "released"
     sdc = " (suspected silent data corruption)" if e.sdc else ""
     xid = "-" if e.xid is None else str(e.xid)
+    at = (e.ts_ns, e.ts_ns)
     payload = _message(
         f"railtrace: node {e.node} {verb}{sdc}: {e.reason}.",
         f"Node {e.node} {verb}",
@@ -170,19 +284,29 @@ def node_alert(e: NodeEvent, base_url: str) -> Alert:
             "Reason": e.reason or "-",
             "Suspected SDC": "yes" if e.sdc else "no",
             "Xid": xid,
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
         },
-        _url(base_url, "nodes", e.node),
-        "Open node",
+        [
+            ("Open node", _url(base_url, "nodes", e.node)),
+            *(
+                [("Node in Grafana", grafana_url(grafana, "railtrace-nodes", "node", e.node, *at))]
+                if grafana
+                else []
+            ),
+        ],
     )
     priority = Priority.HIGH if quarantined else Priority.LOW
     return Alert(verb, f"node:{e.node}", e.action, priority, payload)
 
 
-def flap_storm_alert(e: LinkEvent, link_id: str, base_url: str) -> Alert:
+def flap_storm_alert(
+    e: LinkEvent, link_id: str, base_url: str, grafana: str | None = None, zone: tzinfo = UTC
+) -> Alert:
     """A link changed state so often within the health window that it counts as flapping;
-    `e.value` is the number of changes the telemetry stage counted."""
+    `e.value` is the number of changes the telemetry stage counted. With `grafana`, a second
+    button opens the link's drill-down dashboard."""
     changes = int(e.value)
+    at = (e.ts_ns, e.ts_ns)
     payload = _message(
         f"railtrace: link flap storm on {link_id}: {changes} state changes ({e.detail}).",
         f"Link flap storm: {link_id}",
@@ -190,16 +314,30 @@ def flap_storm_alert(e: LinkEvent, link_id: str, base_url: str) -> Alert:
             "Link": link_id,
             "Seen on": f"{e.device}:{e.interface}",
             "State changes": str(changes),
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
             "Detail": e.detail or "-",
         },
-        _url(base_url, "links", link_id) + "?" + urlencode({"at": _iso(e.ts_ns)}),
-        "Open link",
+        [
+            (
+                "Open link",
+                _url(base_url, "links", link_id) + "?" + urlencode({"at": _iso(e.ts_ns)}),
+            ),
+            *(
+                [
+                    (
+                        "Link in Grafana",
+                        grafana_url(grafana, "railtrace-link", "link_id", link_id, *at),
+                    )
+                ]
+                if grafana
+                else []
+            ),
+        ],
     )
     return Alert("flap-storm", f"link:{link_id}", str(e.kind), Priority.NORMAL, payload)
 
 
-def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
+def cabling_alert(e: CablingEvent, base_url: str, zone: tzinfo = UTC) -> Alert:
     """A port's LLDP neighbour differs from cables.csv (miswired, unexpected, missing)."""
     port = f"{e.device}:{e.interface}"
     payload = _message(
@@ -210,10 +348,9 @@ def cabling_alert(e: CablingEvent, base_url: str) -> Alert:
             "Difference": str(e.kind),
             "Planned": _port(e.planned),
             "Seen (LLDP)": _port(e.seen),
-            "At": _utc(e.ts_ns),
+            "At": _utc(e.ts_ns, zone),
             "Detail": e.detail or "-",
         },
-        _url(base_url, "cabling") + "?" + urlencode({"device": e.device}),
-        "Open cabling",
+        [("Open cabling", _url(base_url, "cabling") + "?" + urlencode({"device": e.device}))],
     )
     return Alert("cabling", f"port:{port}", f"{e.kind}|{_port(e.seen)}", Priority.LOW, payload)

@@ -3,21 +3,24 @@
 Dedup is per subject (a job, a node, a link, a port): the same fingerprint (state and cause)
 again within the window is suppressed, a different one is sent at once, and states that are
 not alerted (a healthy verdict, a resolved cabling difference) are noted so that the next
-alert counts as new. The sender paces messages with a token bucket (Slack takes about one a
-second per webhook) out of a bounded queue that gives up the least important, oldest alert
-first when full.
+alert counts as new. A job alerted stalled or slow that turns healthy gets one recovery. The
+sender paces messages with a token bucket (Slack takes about one a second per webhook) out of
+a bounded queue that gives up the least important, oldest alert first when full.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from railtrace.alerts.payloads import (
     Alert,
     cabling_alert,
+    cause_text,
     flap_storm_alert,
     node_alert,
+    recovery_alert,
     verdict_alert,
 )
 from railtrace.settings import AlertSettings
@@ -127,43 +130,70 @@ class AlertPolicy:
     """Turns records from the topics into the alerts worth sending."""
 
     settings: AlertSettings
+    # The site's zone (`site.timezone`): times are shown in it beside UTC.
+    zone: tzinfo = UTC
     dedup: Deduper = field(init=False)
     counters: dict[str, int] = field(init=False)
+    # Jobs alerted stalled or slow and not healthy since, oldest first, with what they were
+    # alerted as: a recovery is news only to a channel that heard of the trouble.
+    _troubled: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.dedup = Deduper(self.settings.dedup_window_s)
         self.counters = {"alerts": 0, "suppressed": 0, "below_confidence": 0}
+        self._troubled = {}
 
     def on_verdict(self, v: Verdict, now: float) -> Alert | None:
-        """A stalled or slow job with a cause, confident enough; anything else resets it."""
+        """A stalled or slow job with a cause, confident enough; a job alerted so and now
+        healthy, its recovery; anything else resets it."""
         subject = f"job:{v.job_id}"
+        if v.state is JobState.HEALTHY and v.job_id in self._troubled:
+            was = self._troubled.pop(v.job_id)
+            if self.settings.send_recovery:
+                return self._admit(recovery_alert(v, was, self.settings.incident_base_url), now)
         if v.state not in _ALERTED_STATES or v.cause_kind is CauseKind.UNKNOWN:
             self.dedup.note(subject, str(v.state), now)
             return None
         if v.confidence < self.settings.min_confidence:
             self.counters["below_confidence"] += 1
             return None
-        alert = verdict_alert(v, self.settings.incident_base_url, self.settings.evidence_lines)
-        return self._admit(alert, now)
+        s = self.settings
+        alert = verdict_alert(
+            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone
+        )
+        admitted = self._admit(alert, now)
+        if admitted is not None:
+            self._troubled.pop(v.job_id, None)  # re-insert: the dict stays ordered by time
+            self._troubled[v.job_id] = f"{v.state}, {cause_text(v)}"
+            if len(self._troubled) > self.dedup.max_subjects:
+                del self._troubled[next(iter(self._troubled))]
+        return admitted
 
     def on_node_event(self, e: NodeEvent, now: float) -> Alert | None:
         """Quarantine decisions and releases; plain Xids that changed nothing are not news."""
         if e.action not in ("quarantine", "release"):
             return None
-        return self._admit(node_alert(e, self.settings.incident_base_url), now)
+        return self._admit(
+            node_alert(
+                e, self.settings.incident_base_url, self.settings.grafana_base_url, self.zone
+            ),
+            now,
+        )
 
     def on_link_event(self, e: LinkEvent, link_id: str, now: float) -> Alert | None:
         """A flap storm on a link; both ends report it, the dedup keeps one."""
         if e.kind is not LinkEventKind.FLAP:
             return None
-        return self._admit(flap_storm_alert(e, link_id, self.settings.incident_base_url), now)
+        s = self.settings
+        alert = flap_storm_alert(e, link_id, s.incident_base_url, s.grafana_base_url, self.zone)
+        return self._admit(alert, now)
 
     def on_cabling(self, e: CablingEvent, now: float) -> Alert | None:
         """A port differing from the plan; a resolved one is remembered, not alerted."""
         if e.kind not in _CABLING_DIFFERENCES:
             self.dedup.note(f"port:{e.device}:{e.interface}", str(e.kind), now)
             return None
-        return self._admit(cabling_alert(e, self.settings.incident_base_url), now)
+        return self._admit(cabling_alert(e, self.settings.incident_base_url, self.zone), now)
 
     def _admit(self, alert: Alert, now: float) -> Alert | None:
         if not self.dedup.admit(alert.subject, alert.fingerprint, now):
