@@ -5,7 +5,10 @@ gives up."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -76,7 +79,8 @@ def button_url(payload: dict) -> str:
 
 
 def test_verdict_alert_names_job_cause_ends_confidence_and_links_the_incident_page() -> None:
-    alert = verdict_alert(verdict("job/42"), BASE, evidence_lines=1)
+    uncosted = dataclasses.replace(verdict("job/42"), gpus=0)  # the cost line is tested below
+    alert = verdict_alert(uncosted, BASE, evidence_lines=1)
     p = alert.payload
     assert [b["type"] for b in p["blocks"]] == ["header", "section", "section", "actions"]
     assert p["blocks"][0]["text"]["text"] == (
@@ -160,7 +164,7 @@ def test_a_watchdog_the_job_printed_is_said_to_have_fired_not_expected() -> None
 
 def test_a_slow_job_or_an_undated_stall_has_no_cost_line() -> None:
     slow = dataclasses.replace(stalled(), state=JobState.SLOW)
-    for v in (slow, verdict()):
+    for v in (slow, dataclasses.replace(verdict(), watchdog_at_ns=None)):
         p = verdict_alert(v, BASE).payload
         assert not any(t.startswith("*Cost*") for t in sections(p))
         assert "GPU-h" not in p["text"]
@@ -424,3 +428,31 @@ def test_full_queue_drops_the_oldest_lowest_priority_alert() -> None:
     assert q.push(alert("g", Priority.LOW)).subject == "g"  # lower than everything queued
     assert [q.pop().subject for _ in range(3)] == ["a", "d", "f"]
     assert q.pop() is None
+
+
+def test_every_grafana_button_opens_a_provisioned_dashboard_on_one_of_its_variables() -> None:
+    """The buttons name dashboards by uid and variable: a rename in deploy/grafana must fail
+    here, not leave Slack buttons that open an empty page."""
+    dashboards = {
+        d["uid"]: {t["name"] for t in d.get("templating", {}).get("list", [])}
+        for d in (
+            json.loads(p.read_text())
+            for p in (Path(__file__).parents[1] / "deploy/grafana/dashboards").glob("*.json")
+        )
+    }
+    node = dataclasses.replace(
+        stalled(), cause_kind=CauseKind.NODE, cause_link=None, cause_node="gpu-node-12"
+    )
+    urls = [
+        url
+        for v in (stalled(), node)
+        for _, url in buttons(verdict_alert(v, BASE, grafana=GRAFANA).payload)
+        if url.startswith(GRAFANA)
+    ]
+    assert len(urls) == 2
+    for url in urls:
+        parsed = urlsplit(url)
+        uid = parsed.path.rsplit("/", 1)[-1]
+        variables = {k.removeprefix("var-") for k in parse_qs(parsed.query) if k.startswith("var-")}
+        assert uid in dashboards, url
+        assert variables and variables <= dashboards[uid], (url, dashboards[uid])
