@@ -191,6 +191,25 @@ class CostOut(BaseModel):
         )
 
 
+class NextStepOut(BaseModel):
+    action: str = Field(description="drain, exclude, cordon, ticket, check-jobs or shut-port.")
+    what: str = Field(description="What the step does and why, in a sentence.")
+    command: str = Field(description="The command to copy; empty for a check. Never run.")
+
+
+class NextStepsOut(BaseModel):
+    """What to do next about a job's verdict: shown to copy, never executed by railtrace."""
+
+    job_id: str
+    steps: list[NextStepOut] = Field(
+        description="In order; empty for a tie, an unknown cause or a healthy job."
+    )
+    topology: bool = Field(
+        description="Whether the fabric was known: without it a link's ends cannot be told "
+        "apart, and a link verdict has no steps."
+    )
+
+
 class VerdictOut(BaseModel):
     """Which link (or node) stalled the job, how sure railtrace is, and why."""
 

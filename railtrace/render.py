@@ -7,7 +7,7 @@ from rich.table import Table
 
 from railtrace.api.schemas import CablingDifferenceOut, EndpointOut, NodeOut, iso_utc
 from railtrace.replay import ReplayReport
-from railtrace.streams.attribution.cost import incident_cost
+from railtrace.streams.attribution.cost import cost_text, incident_cost
 from railtrace.streams.attribution.profile import Entry, shown
 from railtrace.streams.records import DIAGNOSIS_TEXT, CauseKind, JobState, Verdict
 
@@ -51,31 +51,10 @@ def verdict_table(verdicts: list[Verdict], title: str = "Jobs and verdicts") -> 
     return table
 
 
-def _span(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-
-
-def cost_text(v: Verdict) -> str | None:
-    """What a stall cost and what the answer saved, in a sentence; None unless stalled."""
-    cost = incident_cost(v)
-    if cost is None:
-        return None
-    fires = "fired" if cost.watchdog_seen else "fires (by its timeout)"
-    answer = (
-        f"idle {_span(cost.to_verdict_s)} before this answer ({cost.lost_gpu_hours:.2f} GPU-h)"
-        if v.cause_kind != CauseKind.UNKNOWN
-        else "idle until the watchdog: no cause named"
-    )
-    return (
-        f"{cost.gpus} GPUs {answer}; the watchdog {fires} {_span(cost.to_watchdog_s)} after "
-        f"the stall ({cost.watchdog_gpu_hours:.2f} GPU-h): {cost.saved_gpu_hours:.2f} GPU-h saved"
-    )
-
-
 def print_verdict(console: Console, v: Verdict) -> None:
     console.print(verdict_table([v], title=f"Job {v.job_id}"))
-    if (cost := cost_text(v)) is not None:
-        console.print(f"Cost: {cost}")
+    if (cost := incident_cost(v)) is not None:
+        console.print(f"Cost: {cost_text(cost)}")
     if v.candidates:
         cand = Table(title="Candidates (best first)", title_justify="left")
         for col in ("kind", "link / node", "score", "evidence"):

@@ -12,6 +12,7 @@ from attribution_support import HOST_A, HOST_B, JOB, LEAF, LEAF_PORT, T0, S, fab
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.cost import (
     CostRules,
+    cost_text,
     incident_cost,
     job_gpus,
     watchdog_of,
@@ -153,3 +154,17 @@ def test_a_correlated_stall_carries_its_gpus_and_the_watchdog_once_it_fires() ->
     assert (v.gpus, v.watchdog_at_ns, v.watchdog_seen) == (2, STALL + 600 * S, True)
     cost = incident_cost(v)
     assert cost is not None and cost.saved_gpu_hours >= 0.0
+
+
+def test_the_cost_sentence_says_saved_time_or_that_nothing_was_saved() -> None:
+    answered = incident_cost(_verdict())
+    unanswered = incident_cost(_verdict(cause_kind=CauseKind.UNKNOWN, watchdog_seen=True))
+    assert answered is not None and unanswered is not None
+    assert cost_text(answered) == (
+        "128 GPUs idle 20 s before this answer (0.7 GPU-h); the watchdog fires 10 min after "
+        "the stall (expected, 21.3 GPU-h): 20.6 GPU-h saved"
+    )
+    assert cost_text(unanswered) == (
+        "128 GPUs idle until the watchdog fired 10 min after the stall (21.3 GPU-h): no cause "
+        "named, nothing saved"
+    )

@@ -5,9 +5,20 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 
 from railtrace.api.deps import JobId, Limit, Offset, StateFilter, StoreDep
-from railtrace.api.schemas import EvidenceOut, JobListOut, JobSummaryOut, TimelineOut, VerdictOut
+from railtrace.api.joblinks import JobLinks
+from railtrace.api.schemas import (
+    EvidenceOut,
+    JobListOut,
+    JobSummaryOut,
+    NextStepOut,
+    NextStepsOut,
+    TimelineOut,
+    VerdictOut,
+)
 from railtrace.store.rows import EVENT_FACT_KINDS
 from railtrace.streams.attribution import AttributionProfile, evidence
+from railtrace.streams.attribution.nextstep import next_steps
+from railtrace.topology.fabric import Fabric
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -33,6 +44,31 @@ def get_verdict(store: StoreDep, job_id: JobId) -> VerdictOut:
             detail=f"no job '{job_id}' in this store; GET /v1/jobs lists the known jobs",
         )
     return VerdictOut.from_record(verdict)
+
+
+@router.get("/{job_id}/next-steps", responses={404: {"description": "No such job in this store."}})
+def get_next_steps(request: Request, store: StoreDep, job_id: JobId) -> NextStepsOut:
+    """What to do next about the job's verdict (drain, exclude, shut a port), as commands to
+    copy; railtrace never runs them. A switch link's step names the other jobs crossing it."""
+    verdict = store.get_verdict(job_id)
+    if verdict is None:
+        raise HTTPException(
+            status_code=404,
+            detail=f"no job '{job_id}' in this store; GET /v1/jobs lists the known jobs",
+        )
+    fabric: Fabric | None = request.app.state.fabric
+    crossing: list[str] = []
+    job_links: JobLinks | None = request.app.state.job_links
+    if job_links is not None and verdict.cause_link is not None:
+        until = verdict.decided_at_ns or verdict.stalled_at_ns or 0
+        found = job_links.crossing(store, verdict.cause_link.link_id, until)
+        crossing = [c.job.job_id for c in sorted(found, key=lambda c: -c.weight)]
+    steps = next_steps(verdict, fabric.role if fabric is not None else lambda _: None, crossing)
+    return NextStepsOut(
+        job_id=job_id,
+        steps=[NextStepOut(action=s.action, what=s.what, command=s.command) for s in steps],
+        topology=fabric is not None,
+    )
 
 
 @router.get("/{job_id}/timeline", responses={404: {"description": "Nothing stored for this job."}})

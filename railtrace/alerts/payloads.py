@@ -13,7 +13,7 @@ from enum import IntEnum
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from railtrace.streams.attribution.cost import IncidentCost, incident_cost
+from railtrace.streams.attribution.cost import cost_text, incident_cost
 from railtrace.streams.records import (
     DIAGNOSIS_TEXT,
     CablingEvent,
@@ -143,28 +143,6 @@ def cause_text(v: Verdict) -> str:
     if v.cause_kind is CauseKind.NODE and v.cause_node:
         return f"node {v.cause_node}"
     return "unknown"
-
-
-def _span(seconds: float) -> str:
-    """A duration as an on-call person reads it: seconds, then minutes, then hours."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def cost_text(c: IncidentCost) -> str:
-    """What the stall cost until this answer, and what answering before the watchdog saved:
-    the number operators ask for ("how much of the other GPUs' time did you protect")."""
-    fired = "fired" if c.watchdog_seen else "fires"
-    expected = "" if c.watchdog_seen else "expected, "
-    return (
-        f"{c.gpus} GPUs idle {_span(c.to_verdict_s)} before this answer "
-        f"({c.lost_gpu_hours:.1f} GPU-h); the watchdog {fired} {_span(c.to_watchdog_s)} after "
-        f"the stall ({expected}{c.watchdog_gpu_hours:.1f} GPU-h): "
-        f"{c.saved_gpu_hours:.1f} GPU-h saved"
-    )
 
 
 def grafana_url(grafana: str, uid: str, var: str, value: str, start_ns: int, end_ns: int) -> str:

@@ -68,6 +68,8 @@ class IncidentCost:
     to_verdict_s: float
     to_watchdog_s: float
     watchdog_seen: bool
+    #: Whether railtrace named a cause; without one the job waits for the watchdog.
+    answered: bool = True
 
     @property
     def lost_gpu_hours(self) -> float:
@@ -132,4 +134,30 @@ def incident_cost(verdict: Verdict) -> IncidentCost | None:
         ),
         to_watchdog_s=to_watchdog_s,
         watchdog_seen=verdict.watchdog_seen,
+        answered=answered,
+    )
+
+
+def span_text(seconds: float) -> str:
+    """A duration as an on-call person reads it: seconds, then minutes, then hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cost_text(c: IncidentCost) -> str:
+    """The cost in one sentence, the same in the terminal, Slack and on the page."""
+    fired = "fired" if c.watchdog_seen else "fires"
+    expected = "" if c.watchdog_seen else "expected, "
+    watchdog = (
+        f"the watchdog {fired} {span_text(c.to_watchdog_s)} after the stall "
+        f"({expected}{c.watchdog_gpu_hours:.1f} GPU-h)"
+    )
+    if not c.answered:
+        return f"{c.gpus} GPUs idle until {watchdog}: no cause named, nothing saved"
+    return (
+        f"{c.gpus} GPUs idle {span_text(c.to_verdict_s)} before this answer "
+        f"({c.lost_gpu_hours:.1f} GPU-h); {watchdog}: {c.saved_gpu_hours:.1f} GPU-h saved"
     )
