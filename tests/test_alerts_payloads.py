@@ -34,9 +34,11 @@ from railtrace.streams.records import (
     JobState,
     LinkEvent,
     LinkEventKind,
+    LinkRef,
     NodeEvent,
     Verdict,
 )
+from railtrace.topology import build_fabric, rail_optimized
 
 BASE = "https://railtrace.example.net/"
 
@@ -456,3 +458,41 @@ def test_every_grafana_button_opens_a_provisioned_dashboard_on_one_of_its_variab
         variables = {k.removeprefix("var-") for k in parse_qs(parsed.query) if k.startswith("var-")}
         assert uid in dashboards, url
         assert variables and variables <= dashboards[uid], (url, dashboards[uid])
+
+
+def _next_steps(payload: dict) -> str | None:
+    return next((t for t in sections(payload) if t.startswith("*Next steps*")), None)
+
+
+def test_a_node_verdict_alert_spells_out_the_drain_to_copy_even_without_the_fabric() -> None:
+    node = dataclasses.replace(
+        stalled(), cause_kind=CauseKind.NODE, cause_link=None, cause_node="gpu-node-12"
+    )
+    alert = AlertPolicy(AlertSettings(incident_base_url=BASE)).on_verdict(node, now=0)
+    assert alert is not None
+    steps = _next_steps(alert.payload)
+    assert steps is not None
+    assert (
+        '```scontrol update NodeName=gpu-node-12 State=DRAIN Reason="railtrace: job slurm-4242 '
+        'stalled (node)"```' in steps
+    )
+    assert "```sbatch --exclude=gpu-node-12 ...```" in steps
+
+
+def test_an_uplink_alert_shuts_its_leaf_port_only_when_the_policy_knows_the_fabric() -> None:
+    fabric = build_fabric(rail_optimized(64).plan)
+    uplink = LinkRef(
+        "leaf-su01-r0:swp33--spine-01:Ethernet0",
+        Endpoint("spine-01", "Ethernet0"),
+        Endpoint("leaf-su01-r0", "swp33"),
+    )
+    v = dataclasses.replace(stalled(), cause_link=uplink)
+    blind = AlertPolicy(AlertSettings(incident_base_url=BASE)).on_verdict(v, now=0)
+    assert blind is not None and _next_steps(blind.payload) is None
+    seeing = AlertPolicy(AlertSettings(incident_base_url=BASE), role=fabric.role)
+    alert = seeing.on_verdict(v, now=0)
+    assert alert is not None
+    steps = _next_steps(alert.payload)
+    assert steps is not None
+    # Slack wants & escaped everywhere, code blocks too; it shows and copies `&&`.
+    assert "```nv set interface swp33 link state down &amp;&amp; nv config apply```" in steps

@@ -546,3 +546,27 @@ def test_railtrace_alert_shows_times_in_the_site_zone() -> None:
     assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in [
         f["text"] for f in alert.payload["blocks"][1]["fields"]
     ]
+
+
+def test_the_alerter_reads_the_fabric_for_next_steps_and_runs_without_a_broken_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from railtrace.alerts.consumer import AlertConsumer
+    from railtrace.settings import Settings
+    from railtrace.simulate import Fault, write_capture
+
+    class Drop:
+        def emit(self, alert: Alert) -> None:
+            pass
+
+    write_capture(tmp_path / "cap", 64, Fault.LINK_DOWN, 1)
+    good = Settings(api={"topology_dir": str(tmp_path / "cap")})
+    consumer = AlertConsumer(good, Drop())
+    assert consumer.policy.role is not None
+    assert consumer.policy.role("leaf-su01-r0") == "leaf"
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "cables.csv").write_text("not,a,cabling,plan\n")
+    with caplog.at_level(logging.WARNING, logger="railtrace.alerts.consumer"):
+        blind = AlertConsumer(Settings(worker={"topology_dir": str(tmp_path / "broken")}), Drop())
+    assert blind.policy.role is None
+    assert any("topology not loaded" in r.getMessage() for r in caplog.records)

@@ -26,10 +26,12 @@ from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
+from railtrace.replay import CaptureError, open_capture
 from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
 from railtrace.streams.records import CablingEvent, LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
+from railtrace.topology.fabric import Fabric
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,10 @@ class AlertConsumer:
         self.settings = settings
         self.sender = sender
         self.clock = clock
-        self.policy = AlertPolicy(settings.alerts, settings.site.zone)
+        fabric = _fabric(settings)
+        self.policy = AlertPolicy(
+            settings.alerts, settings.site.zone, role=None if fabric is None else fabric.role
+        )
         self.group = f"{settings.worker.app_id}-alerts"
         prefix = settings.kafka.topic_prefix
         self.verdicts = topics.name(prefix, topics.VERDICTS)
@@ -105,6 +110,21 @@ class AlertConsumer:
     def _emit(self, alert: Alert | None) -> None:
         if alert is not None:
             self.sender.emit(alert)
+
+
+def _fabric(settings: Settings) -> Fabric | None:
+    """The fabric of `api.topology_dir` (else `worker.topology_dir`), for the next steps of
+    a link verdict. Alerts go out without it: a topology that does not load is a warning."""
+    where = settings.api.topology_dir or settings.worker.topology_dir
+    if where is None:
+        return None
+    try:
+        return open_capture(where, settings.site.gpu_nics).fabric
+    except CaptureError as exc:
+        log.warning(
+            "topology not loaded: link alerts carry no next steps", extra={"reason": str(exc)}
+        )
+        return None
 
 
 def _loopback(url: str) -> bool:

@@ -7,6 +7,7 @@ about (`subject`) and what it says about it (`fingerprint`), which the policy de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from enum import IntEnum
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from railtrace.streams.attribution.cost import cost_text, incident_cost
+from railtrace.streams.attribution.nextstep import NextStep
 from railtrace.streams.records import (
     DIAGNOSIS_TEXT,
     CablingEvent,
@@ -31,6 +33,8 @@ SECTION_MAX = 3000
 FIELDS_MAX = 10
 BUTTON_TEXT_MAX = 75
 ACTIONS_MAX = 25
+#: Next steps a verdict alert shows; the incident page has them all.
+STEPS_SHOWN = 4
 
 
 class Priority(IntEnum):
@@ -186,10 +190,12 @@ def verdict_alert(
     evidence_lines: int = 3,
     grafana: str | None = None,
     zone: tzinfo = UTC,
+    steps: Sequence[NextStep] = (),
 ) -> Alert:
     """A job stalled (or slowed) and railtrace names the link or node behind it, what the
-    stall cost and what answering now saved; buttons open the incident, the culprit's page
-    and, when `grafana` is its base URL, the culprit's dashboard."""
+    stall cost and what answering now saved, and the next steps to copy (never run);
+    buttons open the incident, the culprit's page and, when `grafana` is its base URL, the
+    culprit's dashboard."""
     cause = cause_text(v)
     url = _url(base_url, "incidents", v.job_id)
     cause_id = v.cause_link.link_id if v.cause_link is not None else (v.cause_node or "")
@@ -216,6 +222,7 @@ def verdict_alert(
         [("Open incident", url), *_culprit_buttons(v, base_url, grafana)],
         (
             f"*Cost*\n{_esc(cost_text(cost))}" if cost else "",
+            _steps_text(steps),
             "*Evidence*\n" + "\n".join(lines) if lines else "",
         ),
     )
@@ -223,6 +230,20 @@ def verdict_alert(
     return Alert(
         "verdict", f"job:{v.job_id}", f"{v.state}|{v.cause_kind}|{cause_id}", priority, payload
     )
+
+
+def _steps_text(steps: Sequence[NextStep]) -> str:
+    """The next steps as Slack shows them: each in words, its command in a code block
+    (escaped like all Slack text, `&&` too, which Slack shows and copies as typed). A backtick
+    would end the block, so a command holding one is left to the incident page."""
+    if not steps:
+        return ""
+    lines = ["*Next steps* (to copy; railtrace runs nothing)"]
+    for step in steps[:STEPS_SHOWN]:
+        lines.append(f"• {_esc(step.what)}")
+        if step.command and "`" not in step.command:
+            lines.append(f"```{_esc(step.command)}```")
+    return "\n".join(lines)
 
 
 def recovery_alert(v: Verdict, was: str, base_url: str) -> Alert:

@@ -11,6 +11,7 @@ a bounded queue that gives up the least important, oldest alert first when full.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
@@ -24,6 +25,7 @@ from railtrace.alerts.payloads import (
     verdict_alert,
 )
 from railtrace.settings import AlertSettings
+from railtrace.streams.attribution.nextstep import next_steps
 from railtrace.streams.records import (
     CablingEvent,
     CablingKind,
@@ -34,6 +36,7 @@ from railtrace.streams.records import (
     NodeEvent,
     Verdict,
 )
+from railtrace.topology.attrs import Role
 
 
 class Deduper:
@@ -122,6 +125,13 @@ class AlertQueue:
 
 
 _ALERTED_STATES = (JobState.STALLED, JobState.SLOW)
+
+
+def _no_role(device: str) -> Role | None:
+    """No fabric: no device's role is known (a node verdict still has its steps)."""
+    return None
+
+
 _CABLING_DIFFERENCES = (CablingKind.MISWIRED, CablingKind.UNEXPECTED, CablingKind.MISSING)
 
 
@@ -132,6 +142,9 @@ class AlertPolicy:
     settings: AlertSettings
     # The site's zone (`site.timezone`): times are shown in it beside UTC.
     zone: tzinfo = UTC
+    # The fabric's roles, when its topology is configured: a verdict's next steps need to
+    # tell a host from a switch. Without it a link verdict's alert has none.
+    role: Callable[[str], Role | None] | None = None
     dedup: Deduper = field(init=False)
     counters: dict[str, int] = field(init=False)
     # Jobs alerted stalled or slow and not healthy since, oldest first, with what they were
@@ -158,8 +171,9 @@ class AlertPolicy:
             self.counters["below_confidence"] += 1
             return None
         s = self.settings
+        steps = next_steps(v, self.role or _no_role)
         alert = verdict_alert(
-            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone
+            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone, steps
         )
         admitted = self._admit(alert, now)
         if admitted is not None:
