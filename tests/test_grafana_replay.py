@@ -4,9 +4,9 @@ The issue this pins down: zoomed in, the rate panels divided a 10 s sample's cou
 bucket and showed 5x the stored rate (10x at 1 s); zoomed out over a range only partly covered
 by samples, they divided by the whole bucket and showed a fraction of it. Every panel and
 annotation query is expanded as Grafana and the ClickHouse plugin expand it (see
-grafana_support) at intervals of 1 s, 10 s, 1 min and 1 h, and run on one store holding three
-replayed captures (a cable down, a GPU Xid, a miswired host); each rate is checked against the
-rates the replay stored, and the GPU-hours panels against `incident_cost`.
+grafana_support) at intervals of 1 s, 10 s, 1 min and 1 h, and run on one store holding four
+replayed captures (a cable down, a GPU Xid, a miswired host, a dying optic); each rate is
+checked against the rates the replay stored, and the GPU-hours panels against `incident_cost`.
 """
 
 from __future__ import annotations
