@@ -19,17 +19,36 @@ The expansion follows the plugin's documentation and source:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import chdb
 import pyarrow as pa
 import pytest
 import store_samples as s
+from grafana_support import (
+    _VARIABLE,
+    ALL,
+    BY_UID,
+    DASHBOARDS,
+    DATASOURCE,
+    GRAFANA,
+    KNOWN_MACROS,
+    Grafana,
+    QueryContext,
+    Selection,
+    annotation_queries,
+    apply_conditional_all,
+    apply_macros,
+    apply_variables,
+    load,
+    panels,
+    queries,
+    variables,
+)
+from grafana_support import run_dashboard as run
 
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import (
@@ -45,258 +64,6 @@ from railtrace.streams.records import (
     Metric,
     NodeEvent,
 )
-
-GRAFANA = Path(__file__).resolve().parents[1] / "deploy" / "grafana"
-DASHBOARDS = sorted((GRAFANA / "dashboards").glob("*.json"))
-DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "railtrace-clickhouse"}
-
-# ------------------------------------------------------------------------------------------
-# The expander
-# ------------------------------------------------------------------------------------------
-
-ALL = "$__all"  # what Grafana stores as the current value when "All" is selected
-
-
-@dataclasses.dataclass(frozen=True)
-class QueryContext:
-    """What the plugin's backend takes from Grafana's request: the time range and interval."""
-
-    time_from: datetime
-    time_to: datetime
-    interval: timedelta
-
-
-def _unix(t: datetime) -> int:
-    return int(t.timestamp())
-
-
-def _unix_ms(t: datetime) -> int:
-    return int(t.timestamp() * 1000)
-
-
-def _to_datetime(t: datetime) -> str:  # timeToDateTime in macros.go
-    return f"toDateTime({_unix(t)})"
-
-
-def _to_datetime64(t: datetime) -> str:  # timeToDateTime64 in macros.go
-    return f"fromUnixTimestamp64Milli({_unix_ms(t)})"
-
-
-def _to_date(t: datetime) -> str:  # timeToDate in macros.go
-    return f"toDate('{t.astimezone(UTC):%Y-%m-%d}')"
-
-
-def _interval_s(ctx: QueryContext) -> int:
-    return int(max(ctx.interval.total_seconds(), 1))
-
-
-def _one(name: str, args: list[str]) -> str:
-    if len(args) != 1:
-        raise ValueError(f"$__{name} expects 1 argument, got {len(args)}")
-    return args[0]
-
-
-def _range(col: str, lo: str, hi: str) -> str:
-    return f"{col} >= {lo} AND {col} <= {hi}"
-
-
-def _date_time_filter(c: QueryContext, a: list[str]) -> str:
-    if len(a) != 2:
-        raise ValueError(f"$__dateTimeFilter expects 2 arguments, got {len(a)}")
-    dates = _range(a[0], _to_date(c.time_from), _to_date(c.time_to))
-    times = _range(a[1], _to_datetime(c.time_from), _to_datetime(c.time_to))
-    return f"({dates}) AND ({times})"
-
-
-# name -> (takes arguments, expansion); as in ClickHouseMacros, pkg/macros/macros.go.
-MacroFn = Callable[[QueryContext, list[str]], str]
-MACROS: dict[str, tuple[bool, MacroFn]] = {
-    "timeFilter": (
-        True,
-        lambda c, a: _range(
-            _one("timeFilter", a), _to_datetime(c.time_from), _to_datetime(c.time_to)
-        ),
-    ),
-    "timeFilter_ms": (
-        True,
-        lambda c, a: _range(
-            _one("timeFilter_ms", a), _to_datetime64(c.time_from), _to_datetime64(c.time_to)
-        ),
-    ),
-    "dateFilter": (
-        True,
-        lambda c, a: _range(_one("dateFilter", a), _to_date(c.time_from), _to_date(c.time_to)),
-    ),
-    "dateTimeFilter": (True, _date_time_filter),
-    "dt": (True, _date_time_filter),
-    "timeFrom": (True, lambda c, a: f"{_one('timeFrom', a)} >= {_to_datetime(c.time_from)}"),
-    "timeTo": (True, lambda c, a: f"{_one('timeTo', a)} <= {_to_datetime(c.time_to)}"),
-    "fromTime": (False, lambda c, a: _to_datetime(c.time_from)),
-    "toTime": (False, lambda c, a: _to_datetime(c.time_to)),
-    "fromTime_ms": (False, lambda c, a: _to_datetime64(c.time_from)),
-    "toTime_ms": (False, lambda c, a: _to_datetime64(c.time_to)),
-    "interval_s": (False, lambda c, a: str(_interval_s(c))),
-    "timeInterval": (
-        True,
-        lambda c, a: (
-            f"toStartOfInterval(toDateTime({_one('timeInterval', a)}), "
-            f"INTERVAL {_interval_s(c)} second)"
-        ),
-    ),
-    "timeInterval_ms": (
-        True,
-        lambda c, a: (
-            f"toStartOfInterval(toDateTime64({_one('timeInterval_ms', a)}, 3), "
-            f"INTERVAL {max(int(c.interval.total_seconds() * 1000), 1)} millisecond)"
-        ),
-    ),
-}
-#: Expanded by the plugin's frontend, before the variables (CHDatasource.applyConditionalAll).
-FRONTEND_MACROS = {"conditionalAll"}
-KNOWN_MACROS = set(MACROS) | FRONTEND_MACROS
-
-_MACRO = re.compile(r"\$__(\w+)")
-# Grafana's variable syntax: $var, ${var}, ${var:format}, [[var]]
-_VARIABLE = re.compile(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)|\[\[(\w+)\]\]")
-
-
-def macro_args(sql: str, open_paren: int) -> tuple[list[str], int]:
-    """The comma-separated arguments of the call whose `(` is at `open_paren`, and the index
-    just past its `)`; nested parentheses and quoted strings are kept whole."""
-    depth, quote, start, args = 0, "", open_paren + 1, []
-    i = open_paren
-    while i < len(sql):
-        ch = sql[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                args.append(sql[start:i].strip())
-                return args, i + 1
-        elif ch == "," and depth == 1:
-            args.append(sql[start:i].strip())
-            start = i + 1
-        i += 1
-    raise ValueError(f"unbalanced parentheses after {sql[: open_paren + 1][-40:]!r}")
-
-
-Selection = dict[str, str | list[str]]
-
-
-def apply_conditional_all(sql: str, selection: Selection) -> str:
-    """`$__conditionalAll(condition, $var)`: the condition, or `1=1` when $var is All or empty
-    (last call first, as the plugin does)."""
-    macro = "$__conditionalAll("
-    while (at := sql.rfind(macro)) != -1:
-        args, end = macro_args(sql, at + len(macro) - 1)
-        if len(args) != 2:
-            raise ValueError(f"$__conditionalAll expects 2 arguments, got {args}")
-        ref = re.search(r"(?<=\$\{)\w+(?=\})|(?<=\$)\w+", args[1])
-        if ref is None:
-            raise ValueError(f"$__conditionalAll's second argument is not a variable: {args[1]}")
-        value = selection.get(ref.group(0))
-        if value is None:
-            raise KeyError(f"variable ${ref.group(0)} is not defined")
-        picked = value if isinstance(value, str) else ",".join(value)
-        sql = sql[:at] + ("1=1" if picked in ("", ALL) else args[0]) + sql[end:]
-    return sql
-
-
-def _format(value: str | list[str], fmt: str | None) -> str:
-    values = [value] if isinstance(value, str) else value
-    if fmt is None:  # the plugin's `format`: multi-value -> 'a','b'; one value as it is
-        return value if isinstance(value, str) else "'" + "','".join(value) + "'"
-    if fmt == "singlequote":
-        return ",".join("'" + v.replace("'", "\\'") + "'" for v in values)
-    if fmt in ("raw", "csv"):
-        return ",".join(values)
-    raise ValueError(f"variable format {fmt!r} is not handled by this expander")
-
-
-def apply_variables(sql: str, selection: Selection, options: dict[str, list[str]]) -> str:
-    """Grafana's template variables (the `$__` macros are left for the backend)."""
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3) or m.group(4)
-        if name.startswith("__"):
-            return m.group(0)
-        if name not in selection:
-            raise KeyError(f"variable ${name} is not defined")
-        value = selection[name]
-        if value in (ALL, [ALL]):
-            value = options[name]  # no custom all value: All means every option
-        return _format(value, m.group(2))
-
-    return _VARIABLE.sub(sub, sql)
-
-
-def apply_macros(sql: str, ctx: QueryContext) -> str:
-    """The backend's `$__` macros; an unknown one fails (the plugin would leave it in place
-    and ClickHouse would reject the query)."""
-    while (m := _MACRO.search(sql)) is not None:
-        name = m.group(1)
-        if name not in MACROS:
-            raise ValueError(f"unknown macro $__{name}")
-        takes_args, expand = MACROS[name]
-        if takes_args:
-            if m.end() >= len(sql) or sql[m.end()] != "(":
-                raise ValueError(f"$__{name} needs arguments")
-            args, end = macro_args(sql, m.end())
-        else:
-            args, end = [], m.end()
-        sql = sql[: m.start()] + expand(ctx, args) + sql[end:]
-    return sql
-
-
-def expand(sql: str, selection: Selection, options: dict[str, list[str]], ctx: QueryContext) -> str:
-    """The query ClickHouse receives: conditionalAll, then variables, then backend macros."""
-    out = apply_macros(
-        apply_variables(apply_conditional_all(sql, selection), selection, options), ctx
-    )
-    if "$" in out:
-        raise ValueError(f"unexpanded reference left in {out}")
-    return out
-
-
-# ------------------------------------------------------------------------------------------
-# Dashboards
-# ------------------------------------------------------------------------------------------
-
-
-def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
-
-
-def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for panel in dashboard["panels"]:
-        yield from panel.get("panels", [])
-        if panel.get("type") != "row":
-            yield panel
-
-
-def variables(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(dashboard["templating"]["list"])
-
-
-def queries(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(where, SQL) of every panel target and every query variable."""
-    for var in variables(dashboard):
-        if var["type"] == "query":
-            yield f"variable {var['name']}", var["query"]
-    for panel in panels(dashboard):
-        for t in panel["targets"]:
-            yield f"panel {panel['title']!r} {t['refId']}", t["rawSql"]
-
-
-BY_UID = {load(p)["uid"]: p for p in DASHBOARDS}
 
 
 def test_the_four_dashboards_are_there() -> None:
@@ -379,6 +146,53 @@ def test_expander_matches_the_documented_examples() -> None:
         apply_variables("$nope", {}, {})
 
 
+PAGES = {"job_id": "incidents", "link_id": "links", "node": "nodes"}
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
+def test_jobs_links_and_nodes_link_back_to_railtrace_pages(path: Path) -> None:
+    """Every table column holding a job, a link or a node opens railtrace's page for it, under
+    the base URL the dashboard's `railtrace_url` variable holds."""
+    dashboard = load(path)
+    url_var = next(v for v in variables(dashboard) if v["name"] == "railtrace_url")
+    assert url_var["type"] == "textbox" and url_var["query"].startswith("http")
+    for panel in panels(dashboard):
+        if panel["type"] != "table":
+            continue
+        sql = panel["targets"][0]["rawSql"]
+        columns = set(re.findall(r"\b(job_id|link_id|node)\b", sql.split("\nFROM")[0]))
+        linked = {
+            o["matcher"]["options"]: [u["url"] for pr in o["properties"] for u in pr["value"]]
+            for o in panel["fieldConfig"]["overrides"]
+            if o["matcher"]["id"] == "byName"
+        }
+        for column in columns:
+            page = f"${{railtrace_url:raw}}/{PAGES[column]}/${{__value.raw:percentencode}}"
+            assert page in linked.get(column, []), (panel["title"], column)
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
+def test_rates_are_averaged_over_the_samples_never_divided_by_the_bucket(path: Path) -> None:
+    """A 10 s sample in a 2 s bucket divided by the bucket read 5x its rate: rate panels
+    weight each stored rate by its own interval and have a min interval of a sample."""
+    for panel in panels(load(path)):
+        sql = " ".join(t["rawSql"] for t in panel["targets"])
+        assert "/ $__interval_s" not in sql, panel["title"]
+        if panel["type"] == "timeseries" and "link_samples" in sql:
+            assert "sum(rate * interval_s) / sum(interval_s)" in sql or "avg(rate)" in sql
+            assert panel.get("interval") == "10s", panel["title"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
+def test_stalls_and_verdicts_are_annotations_and_the_range_is_a_week(path: Path) -> None:
+    dashboard = load(path)
+    assert {a["name"] for a in annotation_queries(dashboard)} == {"Stalls", "Verdicts"}
+    for a in annotation_queries(dashboard):
+        assert a["datasource"] == a["target"]["datasource"] == DATASOURCE
+        assert "verdicts FINAL" in a["target"]["rawSql"]
+    assert dashboard["time"] == {"from": "now-7d", "to": "now"}
+
+
 def test_provisioning_points_at_the_plugin_and_the_dashboards() -> None:
     ds = (GRAFANA / "provisioning" / "datasources" / "railtrace-clickhouse.yaml").read_text()
     assert "type: grafana-clickhouse-datasource" in ds
@@ -455,22 +269,6 @@ def _node_event(
         f"NVRM: Xid (PCI:0000:1a:00): {xid}",
         "kern.log",
     )
-
-
-class Grafana:
-    """Queries as the data source runs them: in railtrace's database by default (its
-    defaultDatabase), on a chDB connection of their own, since `USE` holds per connection."""
-
-    def __init__(self, store: ChdbStore) -> None:
-        self._conn = chdb.connect(str(store.data_dir))
-        self._conn.query(f"USE {store.database}")
-
-    def select(self, sql: str) -> pa.Table:
-        table: pa.Table = self._conn.query(sql, "ArrowTable")
-        return table
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -589,36 +387,12 @@ SCENARIOS: dict[str, Selection] = {
     "all": {"device": [ALL], "state": [ALL], "node": [ALL], "link_id": L1},
     "one": {"device": ["leaf04"], "state": ["stalled"], "node": ["gpu-node-13"], "link_id": L2},
 }
-CUSTOM = {"state": ["stalled", "slow", "healthy", "unknown"]}
 
 
 def run_dashboard(store: Grafana, uid: str, scenario: str) -> dict[str, pa.Table]:
-    """Every variable query then every panel query of a dashboard, by title."""
-    dashboard = load(BY_UID[uid])
-    selection = SCENARIOS[scenario]
-    options: dict[str, list[str]] = dict(CUSTOM)
-    for var in variables(dashboard):
-        if var["type"] == "query":
-            result = store.select(expand(var["query"], selection, options, CTX))
-            options[var["name"]] = [str(v) for v in result.column(0).to_pylist()]
-            assert options[var["name"]], f"variable {var['name']} has no options"
-    results = {}
-    for panel in panels(dashboard):
-        for t in panel["targets"]:
-            sql = expand(t["rawSql"], selection, options, CTX)
-            table = store.select(sql)
-            if t["format"] == 0:
-                assert table.column_names[0] == "time", panel["title"]
-                # the ClickHouse type, which the plugin turns into Grafana's time field (chDB
-                # hands DateTime to arrow as uint32)
-                described = store.select(f"DESCRIBE ({sql})")
-                names, kinds = described["name"].to_pylist(), described["type"].to_pylist()
-                types = dict(zip(names, kinds, strict=True))
-                assert re.fullmatch(r"DateTime(64)?(\(.*\))?", types["time"]), panel["title"]
-                times = table.column("time").to_pylist()
-                assert times == sorted(times), panel["title"]
-            results[panel["title"]] = table
-    return results
+    """Every variable, panel and annotation query of a dashboard; the panels' results by
+    title."""
+    return run(store, load(BY_UID[uid]), SCENARIOS[scenario], CTX).panels
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -639,9 +413,15 @@ def scalar(table: pa.Table) -> Any:
 def test_fabric_health(store: Grafana) -> None:
     r = run_dashboard(store, "railtrace-fabric", "all")
     worst = rows(r["Worst links over the range"])
-    assert [(w["device"], w["link_id"], w["errors"], w["fec_uncorrectable"]) for w in worst] == [
-        ("leaf03", L1, 20.0, 5.0),
-        ("spine-01", L3, 5.0, 0.0),
+    # a link that went down or flapped ranks above one that only counted errors
+    got = [
+        (w["device"], w["link_id"], w["downs"], w["flaps"], w["errors"], w["fec_uncorrectable"])
+        for w in worst
+    ]
+    assert got == [
+        ("leaf03", L1, 1, 0, 20.0, 5.0),
+        ("leaf04", L2, 0, 1, 0.0, 0.0),
+        ("spine-01", L3, 0, 0, 5.0, 0.0),
     ]
     assert worst[0]["pfc_pause_frames"] == 6000.0
     assert scalar(r["Links with errors or FEC uncorrectable"]) == 2
@@ -663,7 +443,8 @@ def test_fabric_health(store: Grafana) -> None:
     assert {p["device"] for p in rows(r["PFC pause frames per switch (per second)"])} == {"leaf03"}
 
     one = run_dashboard(store, "railtrace-fabric", "one")  # device = leaf04
-    assert one["Worst links over the range"].num_rows == 0
+    one_worst = rows(one["Worst links over the range"])
+    assert [(w["link_id"], w["flaps"], w["last_down"]) for w in one_worst] == [(L2, 1, None)]
     assert scalar(one["Link events"]) == 1
     assert {t["device"] for t in rows(one["Throughput per switch (bit/s)"])} == {"leaf04"}
 
