@@ -150,3 +150,23 @@ def smallest_text_px(page: Any, selector: str) -> float:
             selector,
         )
     )
+
+
+def overlapping_labels(page: Any, selector: str) -> list[str]:
+    """Pairs of texts under `selector` drawn over each other (unreadable), as 'a / b'."""
+    found: list[str] = page.evaluate(
+        """(sel) => {
+              const boxes = [...document.querySelectorAll(sel)]
+                .map(t => [t.textContent, t.getBoundingClientRect()])
+                .filter(([, r]) => r.width > 0);
+              const out = [];
+              boxes.forEach(([a, r], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+                const x = Math.min(r.right, q.right) - Math.max(r.left, q.left);
+                const y = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+                if (x > 1 && y > 1) out.push(a + ' / ' + b);
+              }));
+              return out;
+            }""",
+        selector,
+    )
+    return found

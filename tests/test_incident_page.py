@@ -18,7 +18,7 @@ from typing import Any
 import gates
 import pytest
 from api_support import replayed
-from browser_support import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from browser_support import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, overlapping_labels
 from kafka_support import ARTIFACTS, RAILTRACE, free_port
 from playwright.sync_api import sync_playwright
 
@@ -237,6 +237,8 @@ def test_a_tie_is_drawn_as_a_tie_with_no_one_culprit(served: Served, page: Any) 
     assert "tie" in cause.inner_text() and cause.get_attribute("class") == "tie mono"
     assert page.locator("#fabric .culprit").count() == 0
     assert page.locator("#fabric a.tied[data-link]").count() == 2
+    # One leaf a rail here: each rail's label still clear of its neighbours'.
+    assert overlapping_labels(page, "#fabric text.rail-label") == []
     tied = {
         page.locator("#fabric a.tied[data-link]").nth(i).get_attribute("data-link")
         for i in range(2)

@@ -26,6 +26,7 @@ from browser_support import (
     clipped_labels,
     loaded,
     overflow,
+    overlapping_labels,
     page_of,
     serving,
     smallest_text_px,
@@ -110,6 +111,7 @@ def _looks_right(page: Any) -> None:
     seconds only."""
     assert overflow(page) == []
     assert clipped_labels(page, "#app") == []
+    assert overlapping_labels(page, "#fabric text:not(.rank-text)") == []
     assert not FRACTION.search(page.locator("#app").inner_text())
     assert page.problems == []
 

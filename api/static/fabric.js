@@ -50,7 +50,7 @@ function fabricMarks(verdict, timeline, topology) {
     .filter((e) => e.source === "gnmi" && /pfc|pause/i.test(e.kind))
     .map((e) => e.subject));
   for (const l of topology.links) if ((l.events || []).some((k) => k.startsWith("pfc"))) pfc.add(l.id);
-  return { tied, sure, marks, pfc, at: verdict.stalled_at };
+  return { tied, sure, marks, pfc, at: verdict.stalled_at, named: verdict.cause.kind !== "unknown" };
 }
 
 function fabricView(topology, verdict, timeline) {
@@ -94,8 +94,12 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   let x = gutter;
   const railSpans = [];
   byRail.forEach((names, i) => {
+    // As wide as its leaves, or as its label when it has only one.
+    const span = Math.max(names.length * COL_PX, railName(rails[i]).length * CHAR_PX + 6);
     const start = x;
-    for (const n of names) { pos.set(n, { x: x + COL_PX / 2 }); x += COL_PX; }
+    let lx = x + (span - names.length * COL_PX) / 2;
+    for (const n of names) { pos.set(n, { x: lx + COL_PX / 2 }); lx += COL_PX; }
+    x += span;
     railSpans.push({ rail: rails[i], start, end: x });
     x += RAIL_GAP_PX;
   });
@@ -126,7 +130,7 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
     parts.push(svg("rect", { class: "rail-band", x: s.start - 3, y: leafY - 14,
       width: s.end - s.start + 6, height: height - leafY + 8 }));
     parts.push(svg("text", { class: "rail-label", x: (s.start + s.end) / 2, y: railRowY,
-      "text-anchor": "middle", text: s.rail === null ? "no rail" : `rail ${s.rail}` }));
+      "text-anchor": "middle", text: railName(s.rail) }));
   }
   // Lines between switch tiers, plain ones first so the marked ones are drawn on top.
   const pairs = new Map();
@@ -152,6 +156,11 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   for (const h of shownHosts) {
     const yy = rowY.get(h);
     const mark = m.marks.get(h);
+    if (mark) {
+      // A node candidate (a GPU): its whole row outlined in its colour.
+      parts.push(paint(svg("rect", { class: `host-row ${mark.kind}`, x: 4, y: yy - ROW_PX / 2,
+        width: x - 4, height: ROW_PX }), "stroke", mark));
+    }
     parts.push(svg("a", { href: `/nodes/${encodeURIComponent(h)}`, class: "host", "data-device": h },
       svg("title", { text: `${h}${mark ? `: candidate #${mark.rank}, score ${mark.score.toFixed(2)}` : ""}` }),
       paint(svg("text", { class: `host-label ${mark ? mark.kind : ""}`, x: gutter - 8, y: yy + 4,
@@ -177,6 +186,10 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
     out.push(el("p", {}, button));
   }
   return out;
+}
+
+function railName(rail) {
+  return rail === null ? "no rail" : `rail ${rail}`;
 }
 
 function linkLine(l, x1, y1, x2, y2, m) {
@@ -250,7 +263,9 @@ function fabricLegend(m) {
   items.push(el("span", { swatch: "#c3c9d4", text: "other links the job may cross" }));
   const note = m.tied.size
     ? "A tie: the evidence cannot tell these candidates apart, so none is drawn as the culprit."
-    : m.marks.size && !m.sure
+    : m.marks.size && !m.named
+      ? "No cause named: the evidence does not single one out, so every candidate keeps its own colour and none is red."
+      : m.marks.size && !m.sure
       ? "Low confidence: the best candidate is drawn amber and dashed, not as a sure culprit."
       : "Host cables are cells (row: host, column: its leaf); click any link, host or switch.";
   return el("div", { class: "legend fabric-legend" }, items, el("p", { class: "muted note", text: note }));
