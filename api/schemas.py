@@ -488,6 +488,11 @@ class TopologyLinkOut(BaseModel):
     weight: float | None = Field(
         default=None, description="With ?job=: the chance the job's traffic crosses it."
     )
+    events: list[str] | None = Field(
+        default=None,
+        description="With ?since= or ?until=: the kinds of its link events in that window "
+        "(down, pfc-storm, ...), so a drawing can show where trouble spread.",
+    )
 
 
 class TopologyOut(BaseModel):
@@ -584,6 +589,11 @@ class LinkDetailOut(BaseModel):
     since: str
     until: str
     step_s: float = Field(description="Bucket width of `series`.")
+    hosts: list[str] = Field(
+        default_factory=list,
+        description="The ends that are hosts (GPU nodes), so a page can lead to their node; "
+        "empty for a cable between switches.",
+    )
     series: list[SeriesOut]
     events: list[LinkEventOut]
     jobs: list[CrossingJobOut] = Field(

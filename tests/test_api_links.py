@@ -67,6 +67,21 @@ def test_the_culprit_shows_its_down_events_its_counters_and_the_job_it_stalled(
     assert all(0 < j["weight"] <= 1 for j in body["jobs"])
 
 
+def test_a_link_names_its_host_ends_so_a_page_can_lead_to_their_node(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore],
+) -> None:
+    client, truth, _ = incident
+    fabric_link = client.get(f"/v1/topology?job={_stalled(truth)}").json()["links"]
+    host_cable = next(link for link in fabric_link if link["id"].startswith("hgx-"))
+    uplink = next(link for link in fabric_link if link["id"].startswith("leaf-"))
+    assert client.get(_url(host_cable["id"])).json()["hosts"] == [host_cable["a"]["device"]]
+    assert client.get(_url(uplink["id"])).json()["hosts"] == []
+
+
+def _stalled(truth: dict[str, Any]) -> str:
+    return next(j for j, t in sorted(truth["jobs"].items()) if t["state"] == "stalled")
+
+
 def test_the_blast_radius_leaves_out_jobs_whose_paths_do_not_cross_the_link(
     incident: tuple[TestClient, dict[str, Any], ChdbStore],
 ) -> None:

@@ -22,7 +22,7 @@ EXAMPLES = 40
 #: Routes with a time window: they refuse windows their schema cannot describe (since after
 #: until, longer than a week, outside 1970-2200) with a 422, which schemathesis's
 #: positive-data check would call a valid request rejected. Every other check still runs.
-WINDOWED = {"/v1/links", "/v1/links/{link_id}"}
+WINDOWED = {"/v1/links", "/v1/links/{link_id}", "/v1/topology"}
 WINDOWED_EXCLUDED = [positive_data_acceptance]
 
 

@@ -64,6 +64,21 @@ def test_a_job_view_weighs_the_cables_the_job_may_cross_including_the_culprit(
     assert len(weights) < len(whole["links"])
 
 
+def test_a_window_lists_each_cables_event_kinds_and_only_then(
+    incident: tuple[TestClient, dict[str, Any]],
+) -> None:
+    client, truth = incident
+    job = next(j for j, t in truth["jobs"].items() if t["state"] == "stalled")
+    at_s = truth["fault_at_ns"] // 1_000_000_000
+    body = client.get(f"/v1/topology?job={job}&since={at_s - 60}&until={at_s + 60}").json()
+    kinds = {x["id"]: x["events"] for x in body["links"]}
+    assert "down" in kinds[truth["fault_link"]["id"]]
+    assert all(isinstance(k, list) for k in kinds.values())
+    before = client.get(f"/v1/topology?job={job}&until={at_s - 3600}").json()
+    assert all("down" not in x["events"] for x in before["links"])
+    assert all(x["events"] is None for x in client.get(f"/v1/topology?job={job}").json()["links"])
+
+
 def test_topology_errors_say_what_is_missing(
     incident: tuple[TestClient, dict[str, Any]],
 ) -> None:

@@ -31,6 +31,7 @@ from railtrace.api.schemas import (
 from railtrace.api.times import ACCEPTED, Instant
 from railtrace.store import Store
 from railtrace.streams.records import JobState, Metric
+from railtrace.topology.attrs import ROLE, Role
 from railtrace.topology.view import link_rail
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
@@ -178,6 +179,9 @@ def get_link(
         since=iso_utc(since_ns),
         until=iso_utc(until_ns),
         step_s=float(step),
+        hosts=[
+            e.device for e in (ref.a, ref.b) if fabric.graph.nodes[e.device].get(ROLE) == Role.HOST
+        ],
         series=[SeriesOut.from_record(s) for s in series],
         events=[LinkEventOut.from_record(e) for e, _ in events],
         jobs=_crossing(request, store, link_id, until_ns),

@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from railtrace.api.deps import Limit, Offset, StoreDep, fabric_of
 from railtrace.api.joblinks import JobLinks
+from railtrace.api.routes.links import Since, Until, window
 from railtrace.api.schemas import (
     CablingDifferenceOut,
     CablingOut,
@@ -71,10 +72,16 @@ JobFilter = Annotated[
     },
 )
 def get_topology(
-    request: Request, store: StoreDep, rail: RailFilter = None, job: JobFilter = None
+    request: Request,
+    store: StoreDep,
+    rail: RailFilter = None,
+    job: JobFilter = None,
+    since: Since = None,
+    until: Until = None,
 ) -> TopologyOut:
     """The fabric as a graph: devices with their role and rail, cables with the rail they
-    carry; only one rail's, or only the cables a job may cross, if asked."""
+    carry; only one rail's, or only the cables a job may cross, if asked; with `since` or
+    `until`, each cable's kinds of link events in that window (where PFC pauses spread)."""
     fabric = fabric_of(request)
     weights = None
     if job is not None:
@@ -83,6 +90,12 @@ def get_topology(
         if not weights and not store.job_facts_of(job, STRUCTURE_FACT_KINDS, limit=1):
             raise HTTPException(status_code=404, detail=f"no facts of job '{job}' in this store")
     view = topology_view(fabric, rail, weights)
+    kinds: dict[str, set[str]] | None = None
+    if since is not None or until is not None:
+        since_ns, until_ns = window(since, until)
+        kinds = {link.link_id: set() for link in view.links}
+        for event, link_id in store.link_events_between(sorted(kinds), since_ns, until_ns):
+            kinds[link_id].add(event.kind.value)
     return TopologyOut(
         devices=[
             DeviceOut(name=d.name, role=d.role.value, tier=d.tier, rail=d.rail)
@@ -95,6 +108,7 @@ def get_topology(
                 b=EndpointOut.from_record(link.b),
                 rail=link.rail,
                 weight=link.weight,
+                events=None if kinds is None else sorted(kinds[link.link_id]),
             )
             for link in view.links
         ],

@@ -11,7 +11,6 @@ const CHART_BEFORE_S = 300;
 const CHART_AFTER_S = 120;
 // A link page shows this much around the moment it was opened for (or the last hour).
 const LINK_WINDOW_S = 3600;
-const COLORS = ["#2f5fd0", "#d62728", "#2a9d4b", "#9467bd", "#e08a00", "#17becf", "#8c564b"];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -83,10 +82,6 @@ function askForToken(app, why) {
 
 // -- formatting -----------------------------------------------------------------------------
 
-function when(ns) {
-  return ns === null || ns === undefined ? "—" : new Date(ns / NS_PER_MS).toISOString();
-}
-
 function offset(ns, stallNs) {
   if (!stallNs) return "";
   const s = (ns - stallNs) / 1e9;
@@ -129,9 +124,10 @@ async function showList(app) {
       (j.tied || []).length
         ? el("td", { class: "mono tie" }, `tie: ${j.tied.join(" | ")}`)
         : el("td", { class: "mono" }, causeText(j.cause_kind, j.link_id, j.node)),
-      el("td", { class: "num" }, `${Math.round(j.confidence * 100)}%`),
-      el("td", { class: "mono" }, j.stalled_at || "—"),
-      el("td", { class: "mono" }, j.updated_at)));
+      el("td", { class: `num ${j.confidence < SURE_CONFIDENCE ? "unsure" : ""}` },
+        `${Math.round(j.confidence * 100)}%`),
+      el("td", {}, timeEl(j.stalled_at)),
+      el("td", {}, timeEl(j.updated_at))));
   app.replaceChildren(
     el("section", { class: "card" },
       el("h1", { text: "Stalled and slow jobs" }),
@@ -142,7 +138,34 @@ async function showList(app) {
               (h) => el("th", { text: h })))),
           el("tbody", {}, rows))
         : el("p", { class: "muted", id: "no-jobs", text: "No stalled or slow jobs. " +
-          "Healthy jobs are listed by GET /v1/jobs." })));
+          "Healthy jobs are listed by GET /v1/jobs." })),
+    refreshControl(app));
+}
+
+// The list reloads itself while it is open, unless paused; one timer for the whole page.
+const REFRESH_S = 15;
+let refreshTimer = null;
+let refreshPaused = false;
+
+function refreshControl(app) {
+  clearTimeout(refreshTimer);
+  const button = el("button", { type: "button", id: "refresh-toggle",
+    text: refreshPaused ? "resume" : "pause" });
+  const status = el("span", { class: "muted", id: "refresh-status", text: refreshPaused
+    ? "Auto-refresh paused. "
+    : `Refreshed ${utcSeconds(Date.now())} (${localClock(Date.now())}); again in ${REFRESH_S} s. ` });
+  button.addEventListener("click", () => {
+    refreshPaused = !refreshPaused;
+    showList(app).catch((e) => { status.textContent = `Refresh failed: ${e.message} `; });
+  });
+  if (!refreshPaused) {
+    refreshTimer = setTimeout(() => {
+      if (location.pathname === "/incidents" || location.pathname === "/") {
+        showList(app).catch((e) => { status.textContent = `Refresh failed: ${e.message} `; });
+      }
+    }, REFRESH_S * 1000);
+  }
+  return el("p", { class: "refresh" }, status, button);
 }
 
 // -- one job --------------------------------------------------------------------------------
@@ -153,7 +176,7 @@ async function showJob(app, jobId) {
   const culprit = verdict.cause.kind === "link" && verdict.cause.link ? verdict.cause.link.id : null;
   const [timeline, topology, counters] = await Promise.all([
     api(`/v1/jobs/${encodeURIComponent(jobId)}/timeline?limit=1000`),
-    api(`/v1/topology?job=${encodeURIComponent(jobId)}`).catch((e) => e),
+    api(topologyUrl(jobId, verdict.stalled_at_ns)).catch((e) => e),
     culprit && verdict.stalled_at_ns
       ? api(linkUrl(culprit, verdict.stalled_at_ns)).catch((e) => e)
       : Promise.resolve(null),
@@ -162,10 +185,10 @@ async function showJob(app, jobId) {
     summaryCard(verdict),
     el("div", { class: "grid" },
       el("section", { class: "card", id: "fabric" },
-        el("h2", { text: "The job's part of the rail fabric" }),
+        el("h2", { text: "The job's part of the rail fabric, by tier and rail" }),
         topology instanceof Error
           ? el("p", { class: "error", text: `No fabric view: ${topology.message}` })
-          : fabricGraph(topology, verdict)),
+          : fabricView(topology, verdict, timeline)),
       el("section", { class: "card", id: "candidates" },
         el("h2", { text: "Candidates, most likely first" }),
         candidateTable(verdict))),
@@ -175,6 +198,23 @@ async function showJob(app, jobId) {
     el("section", { class: "card", id: "timeline" },
       el("h2", { text: `Evidence timeline (${timeline.total} events)` }),
       timelineTable(timeline, verdict)));
+  drawCharts();
+}
+
+function counterCharts(counters, verdict) {
+  if (counters === null) return el("p", { class: "muted", text: "The verdict names no link." });
+  if (counters instanceof Error) return el("p", { class: "error", text: `No counters: ${counters.message}` });
+  return el("div", {}, counterPanels(counters, [counters.a, counters.b], verdict.stalled_at_ns));
+}
+
+/** The job's links, with each one's link events around the stall (where pauses spread). */
+function topologyUrl(jobId, stallNs) {
+  const q = new URLSearchParams({ job: jobId });
+  if (stallNs) {
+    q.set("since", new Date(stallNs / NS_PER_MS - CHART_BEFORE_S * 1000).toISOString());
+    q.set("until", new Date(stallNs / NS_PER_MS + CHART_AFTER_S * 1000).toISOString());
+  }
+  return `/v1/topology?${q}`;
 }
 
 function linkUrl(linkId, stallNs) {
@@ -198,18 +238,35 @@ function summaryCard(v) {
   const cause = v.cause;
   const delay = v.stalled_at_ns && v.decided_at_ns
     ? `${((v.decided_at_ns - v.stalled_at_ns) / 1e9).toFixed(1)} s after the stall` : "—";
+  const unsure = cause.kind !== "unknown" && cause.confidence < SURE_CONFIDENCE;
+  const tiedLinks = (cause.tied || []).map((t) => t.includes("--")
+    ? causeLink("link", t, null, v.stalled_at) : causeLink("node", null, t, v.stalled_at));
   return el("section", { class: "card", id: "summary" },
     el("h1", {}, `Job ${v.job_id} `, badge(v.state)),
     el("dl", { class: "facts" },
       el("dt", { text: "cause" }),
-      (cause.tied || []).length
-        ? el("dd", { class: "tie mono", id: "cause" }, "a tie the evidence cannot tell apart: ", cause.tied.join(" | "))
-        : el("dd", { class: "culprit mono", id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
+      tiedLinks.length
+        ? el("dd", { class: "tie mono", id: "cause" }, "a tie the evidence cannot tell apart: ",
+          tiedLinks.flatMap((a, i) => (i ? [" | ", a] : [a])))
+        : unsure
+          ? el("dd", { class: "unsure mono", id: "cause" }, "unsure: ", causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at))
+          : el("dd", { class: `${cause.kind === "unknown" ? "" : "culprit "}mono`, id: "cause" }, causeLink(cause.kind, cause.link && cause.link.id, cause.node, v.stalled_at)),
       el("dt", { text: "side" }), el("dd", { id: "side", text: SIDES[cause.diagnosis] || "—" }),
-      el("dt", { text: "confidence" }), el("dd", { text: `${Math.round(cause.confidence * 100)}%` }),
-      el("dt", { text: v.state === "slow" ? "slow since" : "stalled at" }), el("dd", { class: "mono", text: v.stalled_at || "—" }),
+      el("dt", { text: "confidence" }), el("dd", { id: "confidence", class: unsure ? "unsure" : "",
+        text: `${Math.round(cause.confidence * 100)}%${unsure ? " (low: check the other candidates)" : ""}` }),
+      el("dt", { text: v.state === "slow" ? "slow since" : "stalled at" }), el("dd", {}, timeEl(v.stalled_at)),
       el("dt", { text: "decided" }), el("dd", { text: delay }),
-      el("dt", { text: "scale" }), el("dd", { text: `${v.ranks} ranks on ${v.hosts} hosts` })));
+      el("dt", { text: "scale" }), el("dd", { text: `${v.ranks} ranks on ${v.hosts} hosts` }),
+      v.cost ? [el("dt", { text: "cost" }), el("dd", { id: "cost" }, costText(v.cost))] : null));
+}
+
+/** What the stall cost and what answering before the watchdog saved, in one sentence. */
+function costText(c) {
+  const secs = (s) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${Math.round(s)} s`);
+  const gpuH = (h) => `${h.toFixed(h >= 10 ? 0 : 2)} GPU-h`;
+  return `${c.gpus} GPUs idle ${secs(c.to_verdict_s)} before this answer (${gpuH(c.lost_gpu_hours)}); ` +
+    `the watchdog ${c.watchdog_seen ? "fired" : "would fire"} after ${secs(c.to_watchdog_s)} ` +
+    `(${gpuH(c.watchdog_gpu_hours)}): ${gpuH(c.saved_gpu_hours)} saved.`;
 }
 
 function candidateTable(v) {
@@ -219,135 +276,16 @@ function candidateTable(v) {
     el("tbody", {}, v.candidates.slice(0, 8).map((c) =>
       el("tr", {},
         el("td", { class: "num", text: c.rank }),
-        el("td", { class: "mono" }, causeText(c.kind, c.link && c.link.id, c.node)),
+        el("td", { class: "mono" }, causeLink(c.kind, c.link && c.link.id, c.node, v.stalled_at)),
         el("td", { class: "num", text: c.score.toFixed(2) }),
         el("td", { class: "num", text: c.evidence.length })))));
-}
-
-// -- the fabric graph: spines on top, leaves by rail, the job's hosts below -------------------
-
-const LAYER = { spine: 0, core: 0, leaf: 1, host: 2 };
-
-function fabricGraph(topology, verdict) {
-  // A tie is drawn as a tie: no one link or node in red.
-  const tied = new Set(verdict.cause.tied || []);
-  const culprit = verdict.cause.link && !tied.size ? verdict.cause.link.id : null;
-  const culpritNode = verdict.cause.kind === "node" && !tied.size ? verdict.cause.node : null;
-  const candidates = new Set(verdict.candidates.filter((c) => c.link).map((c) => c.link.id));
-  const layers = [[], [], []];
-  for (const d of topology.devices) layers[LAYER[d.role] ?? 1].push(d);
-  const byRail = (a, b) => (a.rail ?? -1) - (b.rail ?? -1) || a.name.localeCompare(b.name);
-  layers.forEach((l) => l.sort(byRail));
-  const width = Math.max(720, 26 * Math.max(...layers.map((l) => l.length)));
-  const height = 330;
-  const pos = new Map();
-  layers.forEach((layer, i) => {
-    const y = 30 + i * 130;
-    layer.forEach((d, j) => pos.set(d.name, { x: (width * (j + 0.5)) / layer.length, y }));
-  });
-  const lines = topology.links
-    .slice()
-    .sort((a, b) => (a.id === culprit) - (b.id === culprit)) // the culprit drawn last, on top
-    .map((l) => {
-      const a = pos.get(l.a.device), b = pos.get(l.b.device);
-      if (!a || !b) return null;
-      const kind = l.id === culprit ? "culprit" : tied.has(l.id) ? "tied" : candidates.has(l.id) ? "candidate" : "";
-      const w = l.id === culprit ? 4 : 0.6 + 2.4 * (l.weight ?? 0.3);
-      return svg("line", {
-        class: `link ${kind}`, x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": w,
-        "data-link": l.id, "stroke-opacity": l.id === culprit ? 1 : 0.35 + 0.65 * (l.weight ?? 0.5),
-      }, svg("title", { text: `${l.id}\nchance the job crosses it: ${Math.round((l.weight ?? 0) * 100)}%` }));
-    });
-  const nodes = topology.devices.map((d) => {
-    const p = pos.get(d.name);
-    const hit = culprit && verdict.cause.link && [verdict.cause.link.a.device, verdict.cause.link.b.device].includes(d.name);
-    return svg("g", { "data-device": d.name },
-      svg("circle", {
-        class: `device ${d.role} ${hit || d.name === culpritNode ? "culprit" : ""}`,
-        cx: p.x, cy: p.y, r: d.role === "host" ? 6 : 8,
-      }, svg("title", { text: `${d.name} (${d.role}${d.rail !== null ? `, rail ${d.rail}` : ""})` })),
-      svg("text", {
-        x: p.x, y: p.y + (d.role === "host" ? 18 : -12), "text-anchor": "middle",
-        transform: `rotate(${d.role === "host" ? 35 : -35} ${p.x} ${p.y + (d.role === "host" ? 18 : -12)})`,
-        text: shortName(d.name),
-      }));
-  });
-  return el("div", {},
-    svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img",
-      "aria-label": `fabric of job ${verdict.job_id}` }, lines, nodes),
-    el("div", { class: "legend" },
-      el("span", { swatch: "#d62728", text: "culprit" }),
-      el("span", { swatch: "#e08a00", text: "other candidates" }),
-      el("span", { swatch: "#9aa3b2", text: "links the job may cross (thicker: more likely)" })));
-}
-
-function shortName(name) {
-  return name.length > 14 ? `…${name.slice(-13)}` : name;
-}
-
-// -- counters around the stall ----------------------------------------------------------------
-
-function counterCharts(counters, verdict) {
-  if (counters === null) return el("p", { class: "muted", text: "The verdict names no link." });
-  if (counters instanceof Error) return el("p", { class: "error", text: `No counters: ${counters.message}` });
-  const stall = verdict.stalled_at_ns;
-  const traffic = counters.series.filter((s) => s.metric === "in_octets" || s.metric === "out_octets");
-  const errors = counters.series.filter(
-    (s) => !s.metric.endsWith("octets") && !s.metric.endsWith("pkts") && s.peak.some((v) => v > 0));
-  const events = counters.events.map((e) => e.ts_ns);
-  return el("div", {},
-    chart("traffic, Gb/s", traffic, (v) => (v * 8) / 1e9, stall, events, "chart-traffic"),
-    errors.length
-      ? chart("errors and pauses, per second", errors, (v) => v, stall, events, "chart-errors")
-      : el("p", { class: "muted", text: "No error, discard, FEC or pause counts on this link in the window." }),
-    el("p", { class: "muted", text: `${counters.events.length} link events in the window; ` +
-      "red dashes: the stall; orange: link events." }));
-}
-
-function chart(title, series, scale, stallNs, eventNs, id) {
-  const W = 900, H = 200, L = 60, R = 10, T = 20, B = 30;
-  const xs = series.flatMap((s) => s.ts_ns);
-  if (!xs.length) return el("p", { class: "muted", text: `${title}: no samples in the window.` });
-  const x0 = Math.min(...xs, stallNs ?? Infinity), x1 = Math.max(...xs, stallNs ?? -Infinity);
-  const ymax = Math.max(1e-9, ...series.flatMap((s) => s.mean.map(scale)));
-  const X = (t) => L + ((t - x0) / Math.max(1, x1 - x0)) * (W - L - R);
-  const Y = (v) => H - B - (v / ymax) * (H - T - B);
-  const paths = series.map((s, i) => svg("polyline", {
-    fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 1.6,
-    points: s.ts_ns.map((t, k) => `${X(t).toFixed(1)},${Y(scale(s.mean[k])).toFixed(1)}`).join(" "),
-    "data-series": `${s.device}:${s.interface} ${s.metric}${s.qualifier ? `[${s.qualifier}]` : ""}`,
-  }));
-  const marks = [
-    ...eventNs.filter((t) => t >= x0 && t <= x1).map((t) =>
-      svg("line", { class: "event", x1: X(t), x2: X(t), y1: T, y2: H - B })),
-    stallNs ? svg("line", { class: "stall", x1: X(stallNs), x2: X(stallNs), y1: T, y2: H - B }) : null,
-  ];
-  const axis = [
-    svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }),
-    svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }),
-    svg("text", { x: L - 6, y: T + 4, "text-anchor": "end", text: fmt(ymax) }),
-    svg("text", { x: L - 6, y: H - B, "text-anchor": "end", text: "0" }),
-    svg("text", { x: L, y: H - 8, text: `${offset(x0, stallNs)}` }),
-    svg("text", { x: W - R, y: H - 8, "text-anchor": "end", text: `${offset(x1, stallNs)}` }),
-    svg("text", { x: L, y: 12, text: title }),
-  ];
-  return el("div", { id },
-    svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%" }, axis, marks, paths),
-    el("div", { class: "legend" }, series.map((s, i) => el("span", {
-      swatch: COLORS[i % COLORS.length],
-      text: `${s.device}:${s.interface} ${s.metric}${s.qualifier ? `[${s.qualifier}]` : ""}`,
-    }))));
-}
-
-function fmt(v) {
-  return v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2);
 }
 
 // -- one link: its counters, events and blast radius -----------------------------------------
 
 async function showLink(app, linkId) {
   const at = new URLSearchParams(location.search).get("at");
-  const center = at ? Date.parse(at) : Date.now() - (LINK_WINDOW_S * 1000) / 2;
+  const center = at ? isoMs(at) : Date.now() - (LINK_WINDOW_S * 1000) / 2;
   if (Number.isNaN(center)) throw new Error(`not a time: at=${at}`);
   const q = new URLSearchParams({
     since: new Date(center - (LINK_WINDOW_S * 1000) / 2).toISOString(),
@@ -356,17 +294,13 @@ async function showLink(app, linkId) {
   const link = await api(`/v1/links/${encodeURIComponent(linkId)}?${q}`);
   document.title = `railtrace: link ${linkId}`;
   const markNs = at ? center * NS_PER_MS : null;
-  const traffic = link.series.filter((s) => s.metric === "in_octets" || s.metric === "out_octets");
-  const errors = link.series.filter(
-    (s) => !s.metric.endsWith("octets") && !s.metric.endsWith("pkts") && s.peak.some((v) => v > 0));
-  const events = link.events.map((e) => e.ts_ns);
   app.replaceChildren(
     el("section", { class: "card", id: "link-summary" },
       el("h1", { class: "mono", text: `Link ${link.id}` }),
       el("dl", { class: "facts" },
-        el("dt", { text: "ends" }), el("dd", { class: "mono", text: `${link.a.device}:${link.a.interface} ↔ ${link.b.device}:${link.b.interface}` }),
+        el("dt", { text: "ends" }), el("dd", { class: "mono", id: "ends" }, linkEnd(link.a, link.hosts), " ↔ ", linkEnd(link.b, link.hosts)),
         el("dt", { text: "rail" }), el("dd", { text: link.rail === null ? "above the leaves (all rails)" : String(link.rail) }),
-        el("dt", { text: "window" }), el("dd", { class: "mono", text: `${link.since} – ${link.until}` }))),
+        el("dt", { text: "window" }), el("dd", {}, timeEl(link.since), " – ", timeEl(link.until)))),
     el("section", { class: "card", id: "blast-radius" },
       el("h2", { text: `Blast radius: ${link.jobs.length} jobs whose paths may cross it` }),
       link.jobs.length
@@ -377,25 +311,45 @@ async function showLink(app, linkId) {
             el("td", {}, j.state ? badge(j.state) : "—"),
             el("td", { class: "num", text: `${Math.round(j.weight * 100)}%` }),
             el("td", { class: j.blamed ? "culprit" : "", text: j.blamed ? "yes" : "" }),
-            el("td", { class: "mono", text: j.last_seen })))))
+            el("td", {}, timeEl(j.last_seen))))))
         : el("p", { class: "muted", text: "No job railtrace knows of crosses this link." })),
     el("section", { class: "card", id: "counters" },
-      el("h2", { text: "Counters" }),
-      chart("traffic, Gb/s", traffic, (v) => (v * 8) / 1e9, markNs, events, "chart-traffic"),
-      errors.length ? chart("errors and pauses, per second", errors, (v) => v, markNs, events, "chart-errors") : null),
+      el("h2", { text: at ? "Counters around the moment asked for (red dashes)" : "Counters, the last hour" }),
+      counterPanels(link, [link.a, link.b], markNs)),
     el("section", { class: "card", id: "events" },
       el("h2", { text: `${link.events.length} link events` }),
       el("table", {}, el("tbody", {}, link.events.map((e) => el("tr", {},
-        el("td", { class: "mono", text: e.at }),
+        el("td", {}, timeEl(e.at)),
         el("td", { class: "mono", text: `${e.device}:${e.interface}` }),
         el("td", { text: e.kind }),
         el("td", { text: e.detail })))))));
+  drawCharts();
+}
+
+/** One end of a link, leading to its node's page (a host) or its cabling (a switch). */
+function linkEnd(end, hosts) {
+  const text = `${end.device}:${end.interface}`;
+  return (hosts || []).includes(end.device)
+    ? el("a", { href: `/nodes/${encodeURIComponent(end.device)}`, class: "host-end", text })
+    : el("a", { href: `/cabling?${new URLSearchParams({ device: end.device })}`, text });
 }
 
 // -- one GPU node: quarantine state and Xid history -------------------------------------------
 
 async function showNode(app, name) {
-  const node = await api(`/v1/nodes/${encodeURIComponent(name)}?limit=200`);
+  const node = await api(`/v1/nodes/${encodeURIComponent(name)}?limit=200`).catch((e) => {
+    if (e.status === 404) return null;
+    throw e;
+  });
+  if (node === null) {
+    // A host with no Xid stored is not an error: say so, and that it is in service.
+    document.title = `railtrace: node ${name}`;
+    app.replaceChildren(el("section", { class: "card", id: "node-summary" },
+      el("h1", {}, `Node ${name} `, el("span", { class: "badge healthy", text: "in service" })),
+      el("p", { id: "no-xids", text: "No Xid or quarantine event from this node is stored: " +
+        "railtrace has not seen its GPUs fail." })));
+    return;
+  }
   const s = node.state;
   document.title = `railtrace: node ${name}`;
   app.replaceChildren(
@@ -406,7 +360,7 @@ async function showNode(app, name) {
       })),
       el("dl", { class: "facts" },
         el("dt", { text: "why" }), el("dd", { text: s.reason || "—" }),
-        el("dt", { text: "decided at" }), el("dd", { class: "mono", text: s.decided_at || "—" }),
+        el("dt", { text: "decided at" }), el("dd", {}, timeEl(s.decided_at)),
         el("dt", { text: "Xids seen" }), el("dd", { text: s.xids }),
         el("dt", { text: "release" }), el("dd", { text: s.sdc_suspect
           ? "suspected silent data corruption: only `railtrace release-node` lifts it"
@@ -414,9 +368,9 @@ async function showNode(app, name) {
     el("section", { class: "card", id: "xids" },
       el("h2", { text: "Xid history, newest first" }),
       el("table", {},
-        el("thead", {}, el("tr", {}, ["time (UTC)", "Xid", "PCI", "action", "detail"].map((h) => el("th", { text: h })))),
+        el("thead", {}, el("tr", {}, ["time (UTC, local)", "Xid", "PCI", "action", "detail"].map((h) => el("th", { text: h })))),
         el("tbody", {}, node.events.map((e) => el("tr", {},
-          el("td", { class: "mono", text: e.at }),
+          el("td", {}, timeEl(e.at)),
           el("td", { class: "num", text: e.xid ?? e.kind }),
           el("td", { class: "mono", text: e.pci }),
           el("td", { class: e.action === "quarantine" ? "culprit" : "", text: e.action || "" }),
@@ -445,7 +399,7 @@ async function showCabling(app) {
           el("td", { class: d.kind === "miswired" ? "culprit" : "", text: d.kind }),
           el("td", { class: "mono", text: end(d.planned) }),
           el("td", { class: "mono", text: end(d.seen) }),
-          el("td", { class: "mono", text: d.since }),
+          el("td", {}, timeEl(d.since)),
           el("td", { text: d.detail })))))
       : el("p", { id: "no-differences", text: "Every port that reports LLDP is cabled as planned." })));
 }
@@ -460,7 +414,7 @@ function timelineTable(timeline, verdict) {
   const stall = verdict.stalled_at_ns;
   if (!timeline.events.length) return el("p", { class: "muted", text: "No events stored for this job." });
   const row = (e) => el("tr", { class: stall && e.ts_ns >= stall ? "after-stall" : "" },
-    el("td", { class: "when mono", text: e.ts }),
+    el("td", { class: "when" }, timeEl(e.ts)),
     el("td", { class: "num", text: offset(e.ts_ns, stall) }),
     el("td", { text: e.source }),
     el("td", { text: e.kind }),
@@ -490,7 +444,7 @@ function timelineTable(timeline, verdict) {
     i = j;
   }
   return el("table", { class: "timeline" },
-    el("thead", {}, el("tr", {}, ["time (UTC)", "vs stall", "source", "kind", "subject", "detail"]
+    el("thead", {}, el("tr", {}, ["time (UTC, local)", "vs stall", "source", "kind", "subject", "detail"]
       .map((h) => el("th", { text: h })))),
     el("tbody", {}, rows));
 }
