@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from railtrace.api.tokens import TokenInfo
 from railtrace.store import JobSummary, NodeSummary, SampleSeries
-from railtrace.streams.attribution.cost import incident_cost
+from railtrace.streams.attribution.cost import cost_text, incident_cost
 from railtrace.streams.records import (
     CablingEvent,
     Candidate,
@@ -174,6 +174,7 @@ class CostOut(BaseModel):
     saved_gpu_hours: float = Field(
         description="What answering before the watchdog spared; 0 when it came after."
     )
+    text: str = Field(description="All of it in one sentence, as the terminal and Slack say it.")
 
     @classmethod
     def from_record(cls, v: Verdict) -> CostOut | None:
@@ -188,6 +189,7 @@ class CostOut(BaseModel):
             lost_gpu_hours=round(cost.lost_gpu_hours, 3),
             watchdog_gpu_hours=round(cost.watchdog_gpu_hours, 3),
             saved_gpu_hours=round(cost.saved_gpu_hours, 3),
+            text=cost_text(cost),
         )
 
 

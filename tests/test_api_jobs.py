@@ -97,6 +97,8 @@ def test_a_stalled_verdict_says_what_the_stall_cost_and_what_answering_early_sav
         "lost_gpu_hours": round(16 * 30 / 3600, 3),
         "watchdog_gpu_hours": round(16 * 600 / 3600, 3),
         "saved_gpu_hours": round(16 * 570 / 3600, 3),
+        "text": "16 GPUs idle 30 s before this answer (0.1 GPU-h); the watchdog fired 10 min "
+        "after the stall (2.7 GPU-h): 2.5 GPU-h saved",
     }
     assert client.get("/v1/jobs/slurm-4/verdict").json()["cost"] is None  # slow: no stall
 

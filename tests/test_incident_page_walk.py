@@ -133,7 +133,10 @@ def test_the_walk_from_the_list_to_the_culprit_link_and_its_host(
         assert "PFC" in page.locator("#side").inner_text()
         cost = page.locator("#cost").inner_text()
         assert re.match(r"128 GPUs idle \d+ s before this answer \(.* GPU-h\); the watchdog", cost)
-        assert cost.endswith("GPU-h saved.")
+        assert cost == _get(storm.served, f"/v1/jobs/{storm.job}/verdict")["cost"]["text"]
+        drain = page.locator("#next-steps li[data-action='drain'] pre").inner_text()
+        assert drain.startswith(f"scontrol update NodeName={host} State=DRAIN")
+        assert page.locator("#next-steps li[data-action='ticket']").count() == 1
         drawn = page.locator("#fabric a.culprit[data-link]")
         assert drawn.count() == 1 and drawn.get_attribute("data-link") == culprit
         _looks_right(page)
@@ -162,6 +165,8 @@ def test_the_walk_to_a_gpu_that_failed_ends_on_its_node(
         page.locator(f"tr[data-job='{xid.job}'] a").click()
         loaded(page)
         assert page.locator("#cause").inner_text() == f"node {node}"
+        exclude = page.locator("#next-steps li[data-action='exclude'] pre").inner_text()
+        assert exclude == f"sbatch --exclude={node} ..."
         assert page.locator(f"#fabric a.host[data-device='{node}'] text.culprit").count() == 1
         _looks_right(page)
         page.locator("#cause a").click()

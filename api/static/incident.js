@@ -174,15 +174,17 @@ async function showJob(app, jobId) {
   const verdict = await api(`/v1/jobs/${encodeURIComponent(jobId)}/verdict`);
   document.title = `railtrace: ${jobId} ${verdict.state}`;
   const culprit = verdict.cause.kind === "link" && verdict.cause.link ? verdict.cause.link.id : null;
-  const [timeline, topology, counters] = await Promise.all([
+  const [timeline, topology, counters, next] = await Promise.all([
     api(`/v1/jobs/${encodeURIComponent(jobId)}/timeline?limit=1000`),
     api(topologyUrl(jobId, verdict.stalled_at_ns)).catch((e) => e),
     culprit && verdict.stalled_at_ns
       ? api(linkUrl(culprit, verdict.stalled_at_ns)).catch((e) => e)
       : Promise.resolve(null),
+    api(`/v1/jobs/${encodeURIComponent(jobId)}/next-steps`).catch((e) => e),
   ]);
   app.replaceChildren(
     summaryCard(verdict),
+    nextStepsCard(next),
     el("div", { class: "grid" },
       el("section", { class: "card", id: "fabric" },
         el("h2", { text: "The job's part of the rail fabric, by tier and rail" }),
@@ -257,16 +259,25 @@ function summaryCard(v) {
       el("dt", { text: v.state === "slow" ? "slow since" : "stalled at" }), el("dd", {}, timeEl(v.stalled_at)),
       el("dt", { text: "decided" }), el("dd", { text: delay }),
       el("dt", { text: "scale" }), el("dd", { text: `${v.ranks} ranks on ${v.hosts} hosts` }),
-      v.cost ? [el("dt", { text: "cost" }), el("dd", { id: "cost" }, costText(v.cost))] : null));
+      v.cost ? [el("dt", { text: "cost" }), el("dd", { id: "cost", text: v.cost.text })] : null));
 }
 
-/** What the stall cost and what answering before the watchdog saved, in one sentence. */
-function costText(c) {
-  const secs = (s) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${Math.round(s)} s`);
-  const gpuH = (h) => `${h.toFixed(h >= 10 ? 0 : 2)} GPU-h`;
-  return `${c.gpus} GPUs idle ${secs(c.to_verdict_s)} before this answer (${gpuH(c.lost_gpu_hours)}); ` +
-    `the watchdog ${c.watchdog_seen ? "fired" : "would fire"} after ${secs(c.to_watchdog_s)} ` +
-    `(${gpuH(c.watchdog_gpu_hours)}): ${gpuH(c.saved_gpu_hours)} saved.`;
+/** What to do next, as commands to copy: railtrace runs none of them. */
+function nextStepsCard(next) {
+  const card = el("section", { class: "card", id: "next-steps" },
+    el("h2", { text: "Next steps (to copy; railtrace runs nothing)" }));
+  if (next instanceof Error) {
+    card.append(el("p", { class: "error", text: `No next steps: ${next.message}` }));
+  } else if (!next.steps.length) {
+    card.append(el("p", { class: "muted", text: next.topology
+      ? "None: the verdict names no single culprit."
+      : "None shown: without the fabric (api.topology_dir) a link's host and switch ends cannot be told apart." }));
+  } else {
+    card.append(el("ol", {}, next.steps.map((s) => el("li", { "data-action": s.action },
+      el("p", { text: s.what }),
+      s.command ? el("pre", { class: "mono command", text: s.command }) : null))));
+  }
+  return card;
 }
 
 function candidateTable(v) {
