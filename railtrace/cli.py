@@ -811,9 +811,16 @@ def demo(
     """Simulate a 64-node cluster with a fault, replay it, and show which link stalled which job."""
     from railtrace.render import verdict_table
     from railtrace.replay import ReplayReport
+    from railtrace.store.owner import holder
 
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / DEMO_MARK).exists():
         raise _fail(f"{workdir} exists and is not a railtrace demo directory; pick --workdir")
+    held = holder(workdir / "data")
+    if held is not None:
+        raise _fail(
+            f"{workdir / 'data'} is in use by {held}: a new demo would delete the store under "
+            "it. Stop that process first (Ctrl-C in its shell), or pick another --workdir"
+        )
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     (workdir / DEMO_MARK).touch()

@@ -102,3 +102,19 @@ def test_serve_topology_option_gives_the_fabric_to_a_store_without_a_plan(
         assert _status(url, _token(data)) == 503
     with serving(data, tmp_path, "--topology", demo.capture) as given:
         assert _status(f"{given.url}/v1/topology?job={demo.job}", _token(data)) == 200
+
+
+def test_demo_refuses_to_delete_the_store_a_running_serve_holds(
+    demo: Demo, served_as_documented: str
+) -> None:
+    """Last in this module: without the refusal it would delete the store the tests above use."""
+    result = invoke("demo", "--workdir", demo.workdir, "--nodes", 2, "--seed", 6)
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.stderr.split())
+    owner = read_owner(demo.data)
+    assert owner is not None
+    assert f"in use by process {owner.pid}, serving {served_as_documented}" in said
+    assert "Traceback" not in result.output
+    assert json.loads((demo.capture / "truth.json").read_text())["seed"] == 5
+    doc = get_json(f"{served_as_documented}/v1/jobs/{demo.job}/verdict", _token(demo.data))
+    assert doc["state"] == "stalled"
