@@ -218,6 +218,7 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
                 local=settings.site.zone,
                 batch_rows=settings.store.batch_rows,
                 progress=tick,
+                quarantine=settings.collect.xid.policy,
             )
         # What the store holds now, not what was sent: rows it already had collapse into them.
         stored = {t: store.count(t) - before[t] for t in STORED_TABLES}

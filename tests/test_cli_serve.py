@@ -18,6 +18,9 @@ from cli_support import get_json, invoke, serving
 from railtrace.replay.plan import PLAN_DIR
 from railtrace.store import read_owner
 
+#: Every test here stands on a simulated, replayed demo in an embedded store.
+pytestmark = [pytest.mark.e2e, pytest.mark.chdb]
+
 
 @dataclass(frozen=True)
 class Demo:
