@@ -9,6 +9,7 @@ from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from railtrace import __version__
 from railtrace.api.auth import require
@@ -29,6 +30,9 @@ async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
     """A store that stops answering is a 503 the caller may retry, not a server bug."""
     return JSONResponse(status_code=503, content={"detail": f"store unavailable: {exc}"})
 
+
+#: Where the API reference pages' scripts, styles and icon are served.
+DOCS_ASSETS = "/docs-assets"
 
 #: What any route behind a token may answer besides its own results.
 SECURED: dict[int | str, dict[str, Any]] = {
@@ -53,10 +57,12 @@ def create_app(
     (the cabling plan) serves /v1/topology. `cors_origins` are the browser origins allowed to
     call it from their pages (none by default). `profile` is the attribution's settings: the
     timeline shows the link events of the window its verdicts weighed."""
-    app = FastAPI(
+    # /docs and /redoc load their scripts from this API (fastapi-offline's copies), not a CDN.
+    app = FastAPIOffline(
         title="railtrace",
         version=__version__,
         summary="Which fabric link stalled an NCCL job, with the evidence.",
+        static_url=DOCS_ASSETS,
     )
     app.state.store = store
     app.state.tokens = tokens

@@ -314,3 +314,24 @@ def test_the_page_is_served_with_a_policy_that_allows_only_its_own_files(
         body = resp.read().decode()
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert '<script src="/static/incident.js"' in body and served.token not in body
+
+
+def test_the_api_reference_renders_with_no_network_beyond_the_api(
+    served: Served, page: Any
+) -> None:
+    """Swagger UI from a CDN left /docs blank on networks that reach none: anything asked of
+    another host is refused here, as such a network would."""
+    asked_elsewhere: list[str] = []
+
+    def only_the_api(route: Any) -> None:
+        if route.request.url.startswith(served.url):
+            route.continue_()
+        else:
+            asked_elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_api)
+    page.goto(f"{served.url}/docs")
+    page.wait_for_selector(".opblock")
+    assert "/v1/jobs/{job_id}/verdict" in page.locator(".swagger-ui").inner_text()
+    assert asked_elsewhere == [] and page.problems == []
