@@ -16,7 +16,7 @@ from railtrace.api.auth import require
 from railtrace.api.deps import STRICT, reject_unknown_query
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics, SinkFigures
-from railtrace.api.routes import health, incidents, jobs, links, nodes, topology
+from railtrace.api.routes import health, incidents, jobs, links, nodes, session, topology
 from railtrace.api.routes import tokens as token_routes
 from railtrace.api.schemas import ErrorOut
 from railtrace.api.tokens import Scope, TokenBook
@@ -75,6 +75,8 @@ def create_app(
     app.include_router(health.router, dependencies=[strict], responses=STRICT)
     app.include_router(incidents.router, dependencies=[strict], responses=STRICT)
     app.mount("/static", StaticFiles(directory=incidents.STATIC_DIR), name="static")
+    # Starting a session needs a bearer token (its own route's check); ending one needs none.
+    app.include_router(session.router, dependencies=[strict], responses=STRICT)
     for router in (jobs.router, topology.router, nodes.router, links.router):
         app.include_router(router, dependencies=reader, responses={**SECURED, **STRICT})
     app.include_router(
