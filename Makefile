@@ -7,11 +7,18 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py proto/*.proto |
 
 .PHONY: install system-deps demo test check lint typecheck wheel-check pytest clean
 
+# pip and setuptools print pages of warnings that look like a failure; they go to a log that is
+# shown only if the install fails. What is happening is said before the quiet minute or two.
+INSTALL_LOG := $(VENV)/install.log
+
 $(STAMP):
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
-	rm -f $(VENV)/.installed-* && touch $(STAMP)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "Installing railtrace and its dependencies into $(VENV) (a minute or two the first time; log: $(INSTALL_LOG))"
+	@{ $(PY) -m pip install -q --disable-pip-version-check --upgrade pip && \
+	  $(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"; } > $(INSTALL_LOG) 2>&1 || \
+	  { cat $(INSTALL_LOG); echo "Install failed; the output above is kept in $(INSTALL_LOG)"; exit 1; }
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+	@echo "Installed."
 
 install: $(STAMP)
 

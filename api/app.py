@@ -9,13 +9,14 @@ from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from railtrace import __version__
 from railtrace.api.auth import require
 from railtrace.api.deps import STRICT, reject_unknown_query
 from railtrace.api.joblinks import JobLinks
 from railtrace.api.metrics import ApiMetrics, SinkFigures
-from railtrace.api.routes import health, incidents, jobs, links, nodes, topology
+from railtrace.api.routes import health, incidents, jobs, links, nodes, session, topology
 from railtrace.api.routes import tokens as token_routes
 from railtrace.api.schemas import ErrorOut
 from railtrace.api.tokens import Scope, TokenBook
@@ -29,6 +30,9 @@ async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
     """A store that stops answering is a 503 the caller may retry, not a server bug."""
     return JSONResponse(status_code=503, content={"detail": f"store unavailable: {exc}"})
 
+
+#: Where the API reference pages' scripts, styles and icon are served.
+DOCS_ASSETS = "/docs-assets"
 
 #: What any route behind a token may answer besides its own results.
 SECURED: dict[int | str, dict[str, Any]] = {
@@ -53,10 +57,12 @@ def create_app(
     (the cabling plan) serves /v1/topology. `cors_origins` are the browser origins allowed to
     call it from their pages (none by default). `profile` is the attribution's settings: the
     timeline shows the link events of the window its verdicts weighed."""
-    app = FastAPI(
+    # /docs and /redoc load their scripts from this API (fastapi-offline's copies), not a CDN.
+    app = FastAPIOffline(
         title="railtrace",
         version=__version__,
         summary="Which fabric link stalled an NCCL job, with the evidence.",
+        static_url=DOCS_ASSETS,
     )
     app.state.store = store
     app.state.tokens = tokens
@@ -69,6 +75,8 @@ def create_app(
     app.include_router(health.router, dependencies=[strict], responses=STRICT)
     app.include_router(incidents.router, dependencies=[strict], responses=STRICT)
     app.mount("/static", StaticFiles(directory=incidents.STATIC_DIR), name="static")
+    # Starting a session needs a bearer token (its own route's check); ending one needs none.
+    app.include_router(session.router, dependencies=[strict], responses=STRICT)
     for router in (jobs.router, topology.router, nodes.router, links.router):
         app.include_router(router, dependencies=reader, responses={**SECURED, **STRICT})
     app.include_router(

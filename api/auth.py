@@ -1,7 +1,16 @@
-"""Bearer-token checks for every route but health, as FastAPI security dependencies.
+"""Token checks for every route but health, as FastAPI security dependencies.
 
-Declared through `HTTPBearer`, so the OpenAPI document says which routes need a token and
-clients generated from it (and schemathesis) send one.
+A token comes as a bearer header, or (for the incident pages) as the session cookie that
+`POST /v1/session` sets from one: HttpOnly, so the page's script never holds the token, and
+SameSite=Strict, so another site's page cannot make the browser send it. The cookie is
+honoured for reads only (GET, HEAD): a request that changes something (revoking a token)
+needs the header, which no other site can make a browser add, so a forged cross-site form or
+request gets nowhere even in a browser that ignores SameSite. The cookie holds the token
+itself and is checked against the same token book, so a revoked or expired token stops
+working for it at once too.
+
+Declared through `HTTPBearer` and `APIKeyCookie`, so the OpenAPI document says which routes
+need a token and clients generated from it (and schemathesis) send one.
 """
 
 from __future__ import annotations
@@ -11,7 +20,7 @@ from collections.abc import Callable
 from typing import Annotated, cast
 
 from fastapi import HTTPException, Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from railtrace.api.tokens import Scope, TokenBook, TokenFileError, TokenInfo
 
@@ -20,6 +29,19 @@ log = logging.getLogger(__name__)
 bearer = HTTPBearer(
     auto_error=False,
     description="A token from `railtrace token create`; the scopes are read and admin.",
+)
+
+#: The session cookie's name; its value is a token, as the bearer header carries it.
+SESSION_COOKIE = "railtrace_session"
+
+#: The methods the session cookie is honoured for: those that change nothing.
+COOKIE_METHODS = frozenset({"GET", "HEAD"})
+
+session_cookie = APIKeyCookie(
+    name=SESSION_COOKIE,
+    auto_error=False,
+    description="Set by `POST /v1/session` from a token, for the incident pages; honoured for "
+    "GET and HEAD only.",
 )
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -35,15 +57,20 @@ def require(scope: Scope) -> Callable[..., TokenInfo]:
     def check(
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
+        cookie: Annotated[str | None, Security(session_cookie)],
     ) -> TokenInfo:
         book = cast(TokenBook, request.app.state.tokens)
-        if credentials is None:
+        if credentials is not None:
+            token = credentials.credentials
+        elif cookie and request.method in COOKIE_METHODS:
+            token = cookie
+        else:
             raise _unauthorized(
                 "this route needs 'Authorization: Bearer <token>'; "
                 "create a token with `railtrace token create --name <who> --scope read`"
             )
         try:
-            info = book.check(credentials.credentials)
+            info = book.check(token)
         except TokenFileError as exc:
             # Fail closed, and say so: a broken file must not let everyone in.
             log.error("tokens file unreadable", extra={"reason": str(exc)})

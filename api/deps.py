@@ -30,8 +30,11 @@ def fabric_of(request: Request) -> Fabric:
     if fabric is None:
         raise HTTPException(
             status_code=503,
-            detail="this API has no topology: start it with api.topology_dir (a folder with "
-            "cables.csv) or worker.topology_dir set",
+            detail="this API has no topology, so it cannot draw the fabric or a link: start it "
+            "with `railtrace serve --topology DIR` (or `sink --serve --topology DIR`), DIR a "
+            "folder with cables.csv such as the capture replayed, or set api.topology_dir "
+            "(RAILTRACE_API__TOPOLOGY_DIR); a store filled by `railtrace replay` keeps its "
+            "capture's plan and needs neither",
         )
     return fabric
 

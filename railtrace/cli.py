@@ -190,6 +190,7 @@ def _open_owned(settings: Settings) -> Store:
 def _replay_into(settings: Settings, capture_dir: Path) -> object:
     from railtrace.render import STORED_TABLES, replay_summary
     from railtrace.replay import CaptureError, marker, open_capture, replay, warnings
+    from railtrace.replay.plan import keep_plan
 
     try:
         capture = open_capture(capture_dir, settings.site.gpu_nics)
@@ -217,12 +218,14 @@ def _replay_into(settings: Settings, capture_dir: Path) -> object:
                 local=settings.site.zone,
                 batch_rows=settings.store.batch_rows,
                 progress=tick,
+                quarantine=settings.collect.xid.policy,
             )
         # What the store holds now, not what was sent: rows it already had collapse into them.
         stored = {t: store.count(t) - before[t] for t in STORED_TABLES}
     finally:
         store.close()
     if embedded:
+        keep_plan(capture.root, settings.store.data_dir)  # what `serve` draws the fabric from
         marker.finish(settings.store.data_dir)
     replay_summary(err, report, stored, warnings(report, time.time_ns()))
     return report
@@ -371,14 +374,31 @@ def _load_topology(settings: Settings, topology: Path | None) -> Fabric:
         raise _fail(str(exc)) from exc
 
 
-def _api_topology(settings: Settings) -> Fabric | None:
-    """The fabric /v1/topology serves, when one is configured; a bad one stops the start."""
-    where = settings.api.topology_dir or settings.worker.topology_dir
-    return None if where is None else _load_topology(settings, where)
+def _api_topology(settings: Settings, topology: Path | None) -> Fabric | None:
+    """The fabric the API draws and routes on: `--topology`, else the settings' folder, else
+    the plan the last replay into the embedded store kept there. A bad one stops the start;
+    none is said once, since the fabric, counter and link pages then answer 503."""
+    from railtrace.replay.plan import kept_plan
+
+    where = topology or settings.api.topology_dir or settings.worker.topology_dir
+    if where is None and not settings.store.clickhouse_url:
+        where = kept_plan(settings.store.data_dir)
+    if where is None:
+        err.print(
+            "[yellow]no topology:[/] the fabric drawing, counters and link pages will answer "
+            "503; pass --topology DIR (a folder with cables.csv, such as the capture) or set "
+            "api.topology_dir"
+        )
+        return None
+    err.print(f"fabric from {where}")
+    return _load_topology(settings, where)
 
 
 def _api_app(
-    settings: Settings, store: Store, sink: SinkFigures | None = None
+    settings: Settings,
+    store: Store,
+    sink: SinkFigures | None = None,
+    topology: Path | None = None,
 ) -> tuple[FastAPI, str]:
     """The API app and a read token for this machine's CLI, which the owner file hands over
     so `railtrace verdict` can read through a running API without a token of its own."""
@@ -399,7 +419,7 @@ def _api_app(
         store,
         book,
         sink=sink,
-        fabric=_api_topology(settings),
+        fabric=_api_topology(settings, topology),
         cors_origins=settings.api.cors_origins,
         profile=settings.attribution,
     )
@@ -424,6 +444,16 @@ def _warm_job_links(job_links: JobLinks, store: Store) -> None:
 TopologyOpt = Annotated[
     Path | None,
     typer.Option(help="Folder with cables.csv (and hosts.csv): the fabric to attribute on."),
+]
+
+
+ApiTopologyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder with cables.csv (and hosts.csv): the fabric the incident and link pages "
+        "draw (default: api.topology_dir, worker.topology_dir, else the plan the last replay "
+        "into --data kept)."
+    ),
 ]
 
 
@@ -455,6 +485,7 @@ def sink(
     serve_api: Annotated[bool, typer.Option("--serve", help="Also serve the HTTP API.")] = False,
     host: Annotated[str | None, typer.Option(help="API listen address.")] = None,
     port: Annotated[int | None, typer.Option(help="API listen port.")] = None,
+    topology: ApiTopologyOpt = None,
 ) -> None:
     """Write railtrace's topics into the store (chDB: run exactly one; a ClickHouse server:
     as many as you like), optionally serving the API from the same process."""
@@ -476,7 +507,7 @@ def sink(
         bind_host = settings.api.host if host is None else host
         bind_port = settings.api.port if port is None else port
         url = f"http://{bind_host}:{bind_port}"
-        api, local_token = _api_app(settings, store, sink_app)
+        api, local_token = _api_app(settings, store, sink_app, topology)
         config = uvicorn.Config(
             api,
             host=bind_host,
@@ -735,6 +766,7 @@ def serve(
     data: DataOpt = None,
     host: Annotated[str | None, typer.Option(help="Listen address (default: api.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (default: api.port).")] = None,
+    topology: ApiTopologyOpt = None,
 ) -> None:
     """Serve the HTTP API (verdicts, links, topology, nodes; bearer tokens from `railtrace
     token create`) and the incident pages (/incidents) over the store."""
@@ -748,7 +780,7 @@ def serve(
     store = _open_owned(settings)
     try:
         url = f"http://{bind_host}:{bind_port}"
-        app, local_token = _api_app(settings, store)
+        app, local_token = _api_app(settings, store, topology=topology)
         if not settings.store.clickhouse_url:
             write_owner(settings.store.data_dir, url, local_token)
         err.print(f"railtrace API on {url}  (incidents: {url}/incidents, reference: {url}/docs)")
@@ -782,9 +814,16 @@ def demo(
     """Simulate a 64-node cluster with a fault, replay it, and show which link stalled which job."""
     from railtrace.render import verdict_table
     from railtrace.replay import ReplayReport
+    from railtrace.store.owner import holder
 
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / DEMO_MARK).exists():
         raise _fail(f"{workdir} exists and is not a railtrace demo directory; pick --workdir")
+    held = holder(workdir / "data")
+    if held is not None:
+        raise _fail(
+            f"{workdir / 'data'} is in use by {held}: a new demo would delete the store under "
+            "it. Stop that process first (Ctrl-C in its shell), or pick another --workdir"
+        )
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     (workdir / DEMO_MARK).touch()

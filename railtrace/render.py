@@ -74,11 +74,19 @@ def print_verdict(console: Console, v: Verdict) -> None:
 
 
 #: The tables a replay reports on, with what the replay made of each.
-STORED_TABLES = ("link_samples", "link_events", "job_facts", "verdicts", "dead_letters")
+STORED_TABLES = (
+    "link_samples",
+    "link_events",
+    "job_facts",
+    "node_events",
+    "verdicts",
+    "dead_letters",
+)
 _WHAT = {
     "link_samples": "link samples",
     "link_events": "link events",
     "job_facts": "job facts",
+    "node_events": "node events",
     "verdicts": "verdicts",
 }
 
@@ -94,6 +102,7 @@ def replay_summary(
         "link_samples": report.samples,
         "link_events": report.link_events,
         "job_facts": report.facts,
+        "node_events": report.node_events,
         "verdicts": len(report.verdicts),
     }
     parts = []

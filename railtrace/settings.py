@@ -55,7 +55,7 @@ class ApiSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     # The folder with cables.csv (and hosts.csv) that /v1/topology serves; unset: the
-    # workers' topology_dir, if that is set.
+    # workers' topology_dir, if that is set, else the plan a replay kept in the data directory.
     topology_dir: Path | None = None
     # Bearer tokens (hashed) that `railtrace token create` writes and the API checks; read
     # again whenever it changes, so a new or revoked token needs no restart.

@@ -89,4 +89,5 @@ def test_topology_errors_say_what_is_missing(
     assert with_fabric.get("/v1/topology?rail=-1").status_code == 422
     assert with_fabric.get("/v1/topology?job=bad%20id").status_code == 422
     response = client.get("/v1/topology")  # an API started without a topology
-    assert response.status_code == 503 and "topology_dir" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert response.status_code == 503 and "--topology" in detail and "topology_dir" in detail

@@ -5,24 +5,29 @@ about in process (CliRunner) and, where a second process is the point, through r
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import COLUMNS, invoke
+from cli_support import (
+    Server,
+    get_json,
+    invoke,
+    railtrace_command,
+    run_process,
+    serving,
+    stop,
+    subprocess_env,
+)
 from click.testing import Result
 
 from railtrace import __version__
@@ -31,40 +36,6 @@ from railtrace.replay.marker import MARKER_FILE
 from railtrace.store import read_owner
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.owner import Owner, owner_path
-
-_SERVE_START_S = 30.0
-_SERVE_STOP_S = 15.0
-_SUBPROCESS_S = 120.0
-
-
-# --- running the CLI ------------------------------------------------------------------------
-
-
-def _railtrace() -> list[str]:
-    """The installed console script next to this interpreter, else the same entry point."""
-    script = Path(sys.executable).parent / "railtrace"
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-c", "from railtrace.cli import main; main()"]
-
-
-def _subprocess_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")}
-    env["COLUMNS"] = COLUMNS
-    return env
-
-
-def _run(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a separate process."""
-    return subprocess.run(
-        [*_railtrace(), *(str(a) for a in args)],
-        capture_output=True,
-        text=True,
-        timeout=_SUBPROCESS_S,
-        env=_subprocess_env(),
-        cwd=cwd,
-        check=False,
-    )
 
 
 def _flat(text: str) -> str:
@@ -197,7 +168,7 @@ def test_store_commands_document_data_and_json_options(command: str) -> None:
 
 
 def test_installed_console_script_runs(tmp_path: Path) -> None:
-    done = _run("--help", cwd=tmp_path)
+    done = run_process("--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Which fabric link stalled job X?" in _flat(done.stdout)
 
@@ -312,10 +283,10 @@ def test_a_killed_replay_is_not_taken_for_a_store_without_jobs(tmp_path: Path) -
     capture, data = tmp_path / "capture", tmp_path / "data"
     _ok(invoke("simulate", capture, "--nodes", 64, "--fault", "link-down", "--seed", 4))
     proc = subprocess.Popen(
-        [*_railtrace(), "replay", str(capture), "--data", str(data)],
+        [*railtrace_command(), "replay", str(capture), "--data", str(data)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=_subprocess_env(),
+        env=subprocess_env(),
     )
     deadline = time.monotonic() + 120
     while not (data / MARKER_FILE).exists():
@@ -383,74 +354,10 @@ def test_verdict_on_a_never_replayed_data_dir_fails_cleanly(tmp_path: Path) -> N
 # --- 3. a second process reads through the one that holds the directory ---------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _get(url: str, token: str | None = None) -> Any:
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
 def _owner_token(server: Server) -> str:
     owner = read_owner(server.data)
     assert owner is not None and owner.api_token
     return owner.api_token
-
-
-@dataclass(frozen=True)
-class Server:
-    proc: subprocess.Popen[bytes]
-    url: str
-    data: Path
-    log: Path
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> None:
-    """Ask the server to stop (SIGINT, like Ctrl-C); kill it if it does not in time."""
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=_SERVE_STOP_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-@contextmanager
-def _serving(data: Path, log_dir: Path) -> Iterator[Server]:
-    """`railtrace serve` on `data`, once /healthz answers (bounded wait); stopped on exit."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = log_dir / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [*_railtrace(), "serve", "--data", str(data), "--port", str(port)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=_subprocess_env(),
-            cwd=log_dir,
-        )
-    try:
-        deadline = time.monotonic() + _SERVE_START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()}")
-            with suppress(urllib.error.URLError, ConnectionError, TimeoutError):
-                if _get(url + "/healthz") == {"status": "ok"}:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"serve did not answer within {_SERVE_START_S} s:\n{log.read_text()}")
-            time.sleep(0.1)
-        yield Server(proc, url, data, log)
-    finally:
-        _stop(proc)
 
 
 @pytest.fixture(scope="class")
@@ -459,7 +366,7 @@ def served(
 ) -> Iterator[Server]:
     """`serve` holding the incident's directory for the tests of one class. Depends on
     `local_verdict` so that the direct read happens before the directory is taken."""
-    with _serving(incident.data, tmp_path_factory.mktemp("serve")) as server:
+    with serving(incident.data, tmp_path_factory.mktemp("serve")) as server:
         yield server
 
 
@@ -476,14 +383,16 @@ class TestReadingThroughTheServingProcess:
         self, served: Server, incident: Incident
     ) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
-            _get(f"{served.url}/v1/jobs/{incident.job}/verdict")
+            get_json(f"{served.url}/v1/jobs/{incident.job}/verdict")
         assert refused.value.code == 401
         assert refused.value.headers["WWW-Authenticate"] == "Bearer"
 
     def test_verdict_in_another_process_reads_through_the_api(
         self, served: Server, incident: Incident, local_verdict: dict[str, Any]
     ) -> None:
-        done = _run("verdict", incident.job, "--data", served.data, "--json", cwd=served.log.parent)
+        done = run_process(
+            "verdict", incident.job, "--data", served.data, "--json", cwd=served.log.parent
+        )
         assert done.returncode == 0, done.stderr
         doc = _json(done.stdout)
         assert doc["cause"] == local_verdict["cause"]
@@ -494,10 +403,10 @@ class TestReadingThroughTheServingProcess:
         self, served: Server, incident: Incident, local_verdict: dict[str, Any]
     ) -> None:
         token = _owner_token(served)
-        assert _get(f"{served.url}/v1/jobs/{incident.job}/verdict", token) == local_verdict
+        assert get_json(f"{served.url}/v1/jobs/{incident.job}/verdict", token) == local_verdict
 
     def test_unknown_job_through_the_api_exits_2(self, served: Server) -> None:
-        done = _run("verdict", "no-such-job", "--data", served.data, cwd=served.log.parent)
+        done = run_process("verdict", "no-such-job", "--data", served.data, cwd=served.log.parent)
         assert done.returncode == 2, done.stderr
         assert "no job 'no-such-job'" in _flat(done.stderr)
         assert "Traceback" not in done.stderr
@@ -508,7 +417,7 @@ class TestReadingThroughTheServingProcess:
     ) -> None:
         """Put in the URL unquoted, `../tokens` asked another route and `a b` was a
         traceback; each is a job that is not there."""
-        done = _run("verdict", job, "--data", served.data, cwd=served.log.parent)
+        done = run_process("verdict", job, "--data", served.data, cwd=served.log.parent)
         assert done.returncode in (1, 2), done.stderr
         assert "Traceback" not in done.stderr
         assert f"no job {job!r}: a job id is" in _flat(done.stderr), done.stderr
@@ -516,19 +425,19 @@ class TestReadingThroughTheServingProcess:
     def test_replay_into_the_held_directory_is_refused(
         self, served: Server, incident: Incident
     ) -> None:
-        done = _run("replay", incident.capture, "--data", served.data, cwd=served.log.parent)
+        done = run_process("replay", incident.capture, "--data", served.data, cwd=served.log.parent)
         assert done.returncode != 0
         err = _flat(done.stderr)
         assert "already open in another process" in err
         assert served.url in err
         assert "Traceback" not in done.stderr
-        assert _get(served.url + "/healthz") == {"status": "ok"}, "the server must keep serving"
+        assert get_json(served.url + "/healthz") == {"status": "ok"}, "the server must keep serving"
 
     def test_jobs_json_is_the_same_document_through_the_api(
         self, served: Server, local_verdict: dict[str, Any]
     ) -> None:
         args = "jobs", "--data", served.data, "--state", "stalled", "--json"
-        done = _run(*args, cwd=served.log.parent)
+        done = run_process(*args, cwd=served.log.parent)
         assert done.returncode == 0, done.stderr
         assert _json(done.stdout) == [local_verdict]
 
@@ -541,9 +450,9 @@ class TestReadingThroughTheServingProcess:
     ],
 )
 def test_serve_releases_the_directory_when_stopped(tmp_path: Path, sig: int) -> None:
-    with _serving(tmp_path / "data", tmp_path) as server:
+    with serving(tmp_path / "data", tmp_path) as server:
         assert owner_path(server.data).exists()
-        _stop(server.proc, sig)
+        stop(server.proc, sig)
         assert server.proc.returncode is not None
         assert not owner_path(server.data).exists(), server.log.read_text()
 

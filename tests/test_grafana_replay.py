@@ -12,7 +12,6 @@ checked against the rates the replay stored, and the GPU-hours panels against `i
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -122,11 +121,6 @@ def test_every_panel_shows_the_replayed_incidents_at_every_zoom(
     assert all(t.num_rows for t in run.annotations.values()), run.annotations
 
 
-@pytest.mark.xfail(
-    importlib.util.find_spec("railtrace.replay.nodes") is None,
-    reason="replay stores a capture's Xids as node events from branch wip/serveview on",
-    strict=True,
-)
 def test_the_nodes_dashboard_shows_the_replayed_xid(replayed: Replayed) -> None:
     node = replayed.truth["gpu-xid"]["fault_node"]
     run = _run(replayed, "railtrace-nodes", timedelta(seconds=60))

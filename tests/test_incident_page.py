@@ -291,6 +291,30 @@ def test_without_a_token_the_page_asks_for_one_and_uses_what_is_pasted(
     assert page.locator("#jobs").count() == 1
 
 
+def test_a_token_pasted_once_serves_a_second_tab_of_the_same_browser(
+    served: Served, page: Any
+) -> None:
+    """As a click in a Slack alert opens one: the second tab asks for no token, and no page
+    script can read the token from the cookie that carries it."""
+    page.goto(f"{served.url}/incidents")
+    page.wait_for_selector("input[name=token]")
+    page.fill("input[name=token]", served.token)
+    page.click("button[type=submit]")
+    _loaded(page)
+    job = _stalled_job(served.truth)
+    second = page.context.new_page()
+    second.set_default_timeout(TIMEOUT_MS)
+    second.goto(f"{served.url}/incidents/{job}")
+    _loaded(second)
+    assert second.locator("input[name=token]").count() == 0
+    assert served.token not in second.evaluate("document.cookie")
+    assert second.evaluate("JSON.stringify(sessionStorage)") == "{}"
+    second.click("#forget-token")
+    second.wait_for_selector("input[name=token]")
+    page.reload()
+    page.wait_for_selector("input[name=token]")
+
+
 def test_an_unknown_job_says_so(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/incidents/no-such-job#token={served.token}")
     page.wait_for_selector("#app[data-ready=error]")
@@ -305,3 +329,24 @@ def test_the_page_is_served_with_a_policy_that_allows_only_its_own_files(
         body = resp.read().decode()
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert '<script src="/static/incident.js"' in body and served.token not in body
+
+
+def test_the_api_reference_renders_with_no_network_beyond_the_api(
+    served: Served, page: Any
+) -> None:
+    """Swagger UI from a CDN left /docs blank on networks that reach none: anything asked of
+    another host is refused here, as such a network would."""
+    asked_elsewhere: list[str] = []
+
+    def only_the_api(route: Any) -> None:
+        if route.request.url.startswith(served.url):
+            route.continue_()
+        else:
+            asked_elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_api)
+    page.goto(f"{served.url}/docs")
+    page.wait_for_selector(".opblock")
+    assert "/v1/jobs/{job_id}/verdict" in page.locator(".swagger-ui").inner_text()
+    assert asked_elsewhere == [] and page.problems == []

@@ -3,7 +3,6 @@
 // Plain DOM and SVG, no build step; every value from the API goes in as text, never as HTML.
 "use strict";
 
-const TOKEN_KEY = "railtrace-token";
 const SVG = "http://www.w3.org/2000/svg";
 const NS_PER_MS = 1e6;
 // The counters shown around a stall: before it (to see what changed) and after it.
@@ -39,26 +38,35 @@ function svg(tag, attrs, ...children) {
   return node;
 }
 
-// -- the token: from the URL fragment once, then this tab's session storage ------------------
-
-function takeTokenFromFragment() {
-  const m = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
-  if (m) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-}
+// -- the token: pasted (or in the URL fragment) once, then this browser's session cookie ------
+// The token goes to POST /v1/session, which answers with an HttpOnly cookie: every tab of this
+// browser then reads the API with it until the browser closes, and no script here keeps it.
 
 class NeedToken extends Error {}
 
+const REFUSED = "The API refused the token (unknown, revoked, expired or lacking read).";
+
+async function startSession(token) {
+  const response = await fetch("/v1/session", {
+    method: "POST", headers: { Authorization: `Bearer ${token}` },
+  });
+  if (response.status === 401 || response.status === 403) throw new NeedToken(REFUSED);
+  if (!response.ok) throw new Error(`${response.status}: the session could not be started`);
+}
+
+async function takeTokenFromFragment() {
+  const m = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
+  if (!m) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  await startSession(decodeURIComponent(m[1]));
+}
+
 async function api(path) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (!token) throw new NeedToken("This page reads the railtrace API, which needs a token.");
-  const response = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });
-  if (response.status === 401 || response.status === 403) {
-    sessionStorage.removeItem(TOKEN_KEY);
-    throw new NeedToken("The API refused the token (unknown, revoked, expired or lacking read).");
+  const response = await fetch(path, { credentials: "same-origin" });
+  if (response.status === 401) {
+    throw new NeedToken("This page reads the railtrace API, which needs a token.");
   }
+  if (response.status === 403) throw new NeedToken(REFUSED);
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     const detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
@@ -66,15 +74,24 @@ async function api(path) {
     error.status = response.status;
     throw error;
   }
+  document.getElementById("forget-token").hidden = false;
   return body;
 }
 
 function askForToken(app, why) {
+  document.getElementById("forget-token").hidden = true;
   const form = document.getElementById("token-form").content.cloneNode(true);
   form.querySelector(".why").textContent = why;
-  form.querySelector("form").addEventListener("submit", (event) => {
+  form.querySelector("form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    sessionStorage.setItem(TOKEN_KEY, new FormData(event.target).get("token").trim());
+    delete app.dataset.ready; // not ready while the session starts: set again either way
+    try {
+      await startSession(new FormData(event.target).get("token").trim());
+    } catch (error) {
+      askForToken(app, error.message);
+      app.dataset.ready = "error";
+      return;
+    }
     route();
   });
   app.replaceChildren(form);
@@ -464,8 +481,6 @@ function timelineTable(timeline, verdict) {
 
 async function route() {
   const app = document.getElementById("app");
-  const forget = document.getElementById("forget-token");
-  forget.hidden = !sessionStorage.getItem(TOKEN_KEY);
   const path = location.pathname;
   const job = /^\/incidents\/(.+)$/.exec(path);
   const link = /^\/links\/(.+)$/.exec(path);
@@ -488,11 +503,19 @@ async function route() {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => {
-  takeTokenFromFragment();
-  document.getElementById("forget-token").addEventListener("click", () => {
-    sessionStorage.removeItem(TOKEN_KEY);
+document.addEventListener("DOMContentLoaded", async () => {
+  document.getElementById("forget-token").addEventListener("click", async () => {
+    await fetch("/v1/session", { method: "DELETE" });
     route();
   });
+  try {
+    await takeTokenFromFragment();
+  } catch (error) {
+    const app = document.getElementById("app");
+    if (error instanceof NeedToken) askForToken(app, error.message);
+    else app.replaceChildren(el("p", { class: "error", id: "load-error", text: error.message }));
+    app.dataset.ready = "error";
+    return;
+  }
   route();
 });

@@ -19,6 +19,7 @@ from railtrace.streams.records import (
     JobFact,
     LinkEvent,
     LinkSample,
+    NodeEvent,
     Verdict,
 )
 from railtrace.topology.cabling import CABLE_COLUMNS
@@ -59,6 +60,9 @@ class RecordingSink:
         self.dead.extend(rows)
 
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None:
+        pass
+
+    def write_node_events(self, rows: Sequence[NodeEvent]) -> None:
         pass
 
 

@@ -16,7 +16,9 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Protocol
 
+from railtrace.collectors.hosts.config import QuarantineConfig
 from railtrace.replay.capture import Capture
+from railtrace.replay.nodes import node_events
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
@@ -29,6 +31,7 @@ from railtrace.streams.records import (
     JobFact,
     LinkEvent,
     LinkSample,
+    NodeEvent,
     TelemetryValue,
     Verdict,
 )
@@ -59,6 +62,7 @@ class Sink(Protocol):
     def write_verdicts(self, rows: Sequence[Verdict]) -> None: ...
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
+    def write_node_events(self, rows: Sequence[NodeEvent]) -> None: ...
 
 
 class DiscardSink:
@@ -70,6 +74,7 @@ class DiscardSink:
     def write_verdicts(self, rows: Sequence[Verdict]) -> None: ...
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
+    def write_node_events(self, rows: Sequence[NodeEvent]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -85,6 +90,8 @@ class ReplayReport:
     waiting_jobs: int = 0
     samples: int = 0
     link_events: int = 0
+    #: Xids of named hosts, as the Xid collector's node events (see `replay.nodes`).
+    node_events: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     unknown_paths: int = 0
     #: Telemetry messages stamped in another unit than ns, by unit, read in that unit.
@@ -267,9 +274,11 @@ def replay(
     local: tzinfo = UTC,
     batch_rows: int = 50_000,
     progress: Progress | None = None,
+    quarantine: QuarantineConfig | None = None,
 ) -> ReplayReport:
     """Feed a whole capture through the core and the sink; returns what happened. `local` is
-    the site's zone, for log stamps that carry none."""
+    the site's zone, for log stamps that carry none; `quarantine` the Xid collector's policy
+    (`collect.xid.policy`), which decides the replayed nodes' quarantines as it would live."""
     report = ReplayReport(
         plan_errors=list(capture.plan_errors),
         skipped=list(capture.skipped),
@@ -313,6 +322,9 @@ def replay(
     sink.write_link_events(out.events)
     for i in range(0, len(decoded.facts), batch_rows):
         sink.write_job_facts(decoded.facts[i : i + batch_rows])
+    nodes = node_events(decoded.facts, capture.root, quarantine or QuarantineConfig())
+    sink.write_node_events(nodes)
+    report.node_events = len(nodes)
     seen_at = min((u.ts_ns for u in decoded.lldp), default=0)
     sink.write_cabling_events([d.event(seen_at) for d in report.cabling])
     sink.write_verdicts(report.verdicts)

@@ -67,6 +67,19 @@ def read_owner(data_dir: Path) -> Owner | None:
     return owner
 
 
+def holder(data_dir: Path) -> str | None:
+    """Who holds `data_dir` now, said for a person (pid, and the API it serves), or None when
+    nothing does. For a command about to delete or replace the directory: a serving process
+    that lost its store answered 500 on every page. Not for a directory this process holds."""
+    owner = read_owner(data_dir)
+    if owner is not None:
+        serving = f", serving {owner.api_url}" if owner.api_url else ""
+        return f"process {owner.pid}{serving}"
+    if status_locked(data_dir):
+        return "another process"
+    return None
+
+
 def remove_owner(data_dir: Path) -> None:
     """Remove the owner file if this process wrote it; another holder's file is left alone."""
     path = owner_path(data_dir)
