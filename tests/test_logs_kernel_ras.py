@@ -195,6 +195,19 @@ def test_fallen_off_the_bus_without_an_xid_over_three_lines_is_an_xid_79() -> No
     assert stats.malformed == 0
 
 
+def test_a_fallen_off_message_interleaved_with_other_writers_lines_is_still_one_loss() -> None:
+    """A journal or a shared file puts other lines between the driver's; only the driver's
+    own lines count toward the message's end (the fuzz run found the loss dropped)."""
+    first, *rest = real_lines("nvsentinel_155_fallen_off_bus_without_xid.log")
+    other = b"host-2:38610:38610 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0\n"
+    lines = [real_lines("akash_244_dmesg_T_xid.log")[0], first]
+    for line in rest:
+        lines += [other, other, line]
+    facts, _ = parse_lines(lines, job_id=JOB, source="dmesg.log")
+    (lost,) = of_type(facts, XidEvent)
+    assert (lost.xid, lost.pci) == (79, "0000:b3:00")
+
+
 def test_an_xid_79_and_the_drivers_own_fallen_off_line_are_one_loss() -> None:
     """NVIDIA/open-gpu-kernel-modules#1151: `Xid ... 79, GPU has fallen off the bus.` and then
     `GPU 0000:2b:00.0: GPU has fallen off the bus.` in the same second: one GPU lost once."""
@@ -273,6 +286,18 @@ def test_ras_summary_rows_give_each_groups_status_and_errors() -> None:
         ("#1", "RUNNING", "MISMATCH", False),
         ("#2", "NOCOMM", "INCOMPLETE,MISMATCH", True),
     ]
+
+
+def test_ras_summary_rows_after_a_stray_blank_or_foreign_line_are_still_read() -> None:
+    """A CRLF file read twice (`\\r\\r\\n`) adds blank lines, a shared file other writers'
+    lines: the rows after them were lost until the table stayed open to its next section."""
+    lines = real_lines("nccl_1762_ras_incomplete.log")
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith(b"Group"))
+    stray = [b"\n", b"[4] NCCL INFO INIT TIMINGS - N\n", b"1e309\n"]
+    mixed = [*lines[: head + 2], *stray, *lines[head + 2 :]]
+    facts, _ = parse_lines(mixed, job_id=JOB, source="ras.log", year_hint=2025)
+    rows = [r for r in of_type(facts, RasReport) if r.section == "summary"]
+    assert [r.comm for r in rows] == ["#0", "#1", "#2"]
 
 
 def test_ras_mismatch_ranks_listed_after_a_higher_count_are_ahead() -> None:

@@ -46,7 +46,8 @@ _GPU_PCI = re.compile(
     r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\b"
 )
 _FALLEN = "fallen off the bus"
-#: Lines after `The NVIDIA GPU <pci>` within which its `fallen off the bus` may still come.
+#: The driver's lines after `The NVIDIA GPU <pci>` within which its `fallen off the bus` may
+#: still come (other writers' lines between them are not counted).
 FALLEN_CONTINUATION_LINES = 3
 #: A GPU lost again within this long of its last loss is the same loss said again (the Xid 79
 #: and the driver's own line come in the same second; a GPU back on the bus needs a reset).
@@ -79,7 +80,8 @@ class KernelRules:
     def __init__(self, job_id: str, source: str) -> None:
         self._job_id = job_id
         self._source = source
-        # (pci, line_no) of `The NVIDIA GPU <pci>` whose "fallen off the bus" is still to come.
+        # (pci, driver lines since) of `The NVIDIA GPU <pci>` whose "fallen off the bus" is
+        # still to come.
         self._pending: tuple[str, int] | None = None
         self._lost: dict[str, int] = {}  # pci -> time of its last loss, in recency order
 
@@ -189,15 +191,16 @@ class KernelRules:
         gpu = _GPU_PCI.search(text)
         if _FALLEN not in text:
             if gpu is not None and "The NVIDIA GPU" in text:
-                self._pending = (gpu.group(1).lower(), line_no)
-            elif self._pending is not None and line_no - self._pending[1] >= (
-                FALLEN_CONTINUATION_LINES
-            ):
-                self._pending = None
+                self._pending = (gpu.group(1).lower(), 0)
+            elif self._pending is not None:
+                # Only the driver's own lines count: a journal or a shared file interleaves
+                # other writers' lines with the message, which does not end it.
+                pci, said = self._pending
+                self._pending = (pci, said + 1) if said + 1 < FALLEN_CONTINUATION_LINES else None
             return []
         if gpu is not None:
             pci = gpu.group(1).lower()
-        elif self._pending is not None and line_no - self._pending[1] < FALLEN_CONTINUATION_LINES:
+        elif self._pending is not None:
             pci = self._pending[0]
         else:
             raise Malformed("kernel-fallen", "'fallen off the bus' without the GPU's PCI address")

@@ -23,7 +23,8 @@ describe it:
 Rank and process lines only mean "missing", "dead" or "out of step" under the section header
 that precedes them, so the section is tracked until the blank line that ends it (a MISMATCH
 section goes on after a blank line with its next operation's block), and every reported line
-carries its header in `detail`.
+carries its header in `detail`. The summary table, whose rows have a shape nothing else has,
+is read until the next section or table, through blank and other lines.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ class RasRules:
         process lines inside a section."""
         line = text.strip()
         if not line:
-            self._table = False
+            # The summary table stays open: a blank line a shipper or a CRLF file adds, or a
+            # line of another writer, must not cost the rows after it. Its rows' strict shape
+            # keeps other text out, and a section header or a new table closes it.
             self._after_blank = self._section is not None
             return []
         if self._after_blank:
