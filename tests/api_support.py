@@ -51,3 +51,20 @@ def replayed(
         yield store, capture, truth
     finally:
         store.close()
+
+
+@contextmanager
+def one_stalled_job(data: Path) -> Iterator[ChdbStore]:
+    """An embedded store under `data` holding one stalled job, `slurm-1`: enough for the
+    routes' access rules, which do not depend on what is stored."""
+    from store_samples import verdict
+
+    from railtrace.streams.records import JobState
+
+    store = ChdbStore(data)
+    try:
+        store.migrate()
+        store.write_verdicts([verdict("slurm-1", JobState.STALLED)])
+        yield store
+    finally:
+        store.close()

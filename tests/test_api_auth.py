@@ -9,28 +9,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import store_samples as s
-from api_support import api_client
+from api_support import api_client, one_stalled_job
 from cli_support import invoke
 from fastapi.testclient import TestClient
 
 from railtrace.api import create_app
 from railtrace.api.tokens import Scope, TokenBook, TokenFileError
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import JobState
 
 HEALTH = {"/healthz", "/readyz"}
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[ChdbStore]:
-    store = ChdbStore(tmp_path / "data")
-    try:
-        store.migrate()
-        store.write_verdicts([s.verdict("slurm-1", JobState.STALLED)])
+    with one_stalled_job(tmp_path / "data") as store:
         yield store
-    finally:
-        store.close()
 
 
 @pytest.fixture

@@ -8,25 +8,19 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 
 import pytest
-import store_samples as s
+from api_support import one_stalled_job
 from fastapi.testclient import TestClient
 
 from railtrace.api import create_app
 from railtrace.api.auth import SESSION_COOKIE
 from railtrace.api.tokens import Scope, TokenBook
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import JobState
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[ChdbStore]:
-    store = ChdbStore(tmp_path / "data")
-    try:
-        store.migrate()
-        store.write_verdicts([s.verdict("slurm-1", JobState.STALLED)])
+    with one_stalled_job(tmp_path / "data") as store:
         yield store
-    finally:
-        store.close()
 
 
 @pytest.fixture

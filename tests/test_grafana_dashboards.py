@@ -1,19 +1,6 @@
-"""The Grafana dashboards in deploy/grafana run against railtrace's schema.
-
-Every panel and variable query is expanded the way Grafana and the official ClickHouse data
-source plugin (grafana-clickhouse-datasource, v4) expand it, then run in chDB on a store migrated
-with railtrace's own DDL and filled through railtrace's own writers. A wrong table or column
-name, a macro the plugin does not know or a variable the dashboard does not define fails here.
-
-The expansion follows the plugin's documentation and source:
-- macros: https://grafana.com/docs/plugins/grafana-clickhouse-datasource/latest/query-editor/#macros
-  (backend: github.com/grafana/clickhouse-datasource pkg/macros/macros.go);
-- `$__conditionalAll` and the default formatting of multi-value variables happen in the
-  frontend before the backend sees the query (src/data/CHDatasource.ts,
-  `applyConditionalAll` and `format`), documented at
-  https://grafana.com/docs/plugins/grafana-clickhouse-datasource/latest/template-variables/;
-- Grafana's own variable syntax and formats (`$var`, `${var}`, `${var:singlequote}`):
-  https://grafana.com/docs/grafana/latest/dashboards/variables/variable-syntax/
+"""The Grafana dashboards in deploy/grafana run against railtrace's schema: every panel and
+variable query, expanded as Grafana and its ClickHouse plugin do (tests/grafana_support.py says
+how, and from which documentation), runs in chDB on a store filled by railtrace's own writers.
 """
 
 from __future__ import annotations

@@ -5,10 +5,6 @@ saved for people to look at (test-artifacts/incident.png)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -18,9 +14,16 @@ from typing import Any
 import gates
 import pytest
 from api_support import replayed
-from browser_support import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, overlapping_labels
-from kafka_support import ARTIFACTS, RAILTRACE, free_port
-from playwright.sync_api import sync_playwright
+from browser_support import (
+    CHROMIUM,
+    TIMEOUT_MS,
+    chromium,
+    loaded,
+    overlapping_labels,
+    page_of,
+    serving,
+)
+from kafka_support import ARTIFACTS
 
 from railtrace.simulate import Fault
 from railtrace.store.rows import STRUCTURE_FACT_KINDS
@@ -86,73 +89,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 )
             ]
         )
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RAILTRACE_")},
-        "RAILTRACE_API__TOKENS_FILE": str(base / "tokens.json"),
-        "RAILTRACE_API__TOPOLOGY_DIR": str(base / "cap"),
-    }
-    made = subprocess.run(
-        [RAILTRACE, "token", "create", "--name", "browser-test", "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    port = free_port()
-    log = base / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [RAILTRACE, "serve", "--data", str(base / "data"), "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(url + "/healthz", timeout=2).close()
-                break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield Served(url, made.stdout.strip(), truth, log)
-    finally:
-        proc.terminate()
-        proc.wait(20)
+    with serving(base, base / "cap", base / "data") as served:
+        yield Served(served.url, served.token, truth, served.log)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.problems = problems
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-def _loaded(page: Any) -> None:
-    """Until the page has rendered from the API; what it shows instead, if it failed."""
-    page.wait_for_selector("#app[data-ready]", state="attached")
-    state = page.locator("#app").get_attribute("data-ready")
-    assert state == "true", page.locator("#app").inner_text()
+    with page_of(browser, 1400) as p:
+        yield p
 
 
 def _stalled_job(truth: dict[str, Any]) -> str:
@@ -164,14 +114,14 @@ def test_the_list_shows_the_stalled_job_and_leads_to_its_incident(
 ) -> None:
     job = _stalled_job(served.truth)
     page.goto(f"{served.url}/incidents#token={served.token}")
-    _loaded(page)
+    loaded(page)
     assert "#token" not in page.url, "the token must leave the address bar"
     row = page.locator(f"tr[data-job='{job}']")
     assert "stalled" in row.inner_text()
     assert served.truth["fault_link"]["id"] in row.inner_text()
     row.locator("a").click()
     page.wait_for_url(f"**/incidents/{job}")
-    _loaded(page)
+    loaded(page)
     assert page.locator("#cause").inner_text() == served.truth["fault_link"]["id"]
     assert page.locator("#side").inner_text() == "went down at the switch, NIC healthy"
     assert page.problems == []
@@ -183,7 +133,7 @@ def test_the_incident_draws_the_culprit_the_timeline_and_the_counters(
     job = _stalled_job(served.truth)
     culprit = served.truth["fault_link"]["id"]
     page.goto(f"{served.url}/incidents/{job}#token={served.token}")
-    _loaded(page)
+    loaded(page)
     drawn = page.locator("#fabric a.culprit[data-link]")
     assert drawn.count() == 1 and drawn.get_attribute("data-link") == culprit
     assert page.locator("#fabric a[data-link]").count() > 10
@@ -218,10 +168,10 @@ def test_the_culprit_link_page_shows_its_blast_radius_with_the_stalled_job_blame
 ) -> None:
     job = _stalled_job(served.truth)
     page.goto(f"{served.url}/incidents/{job}#token={served.token}")
-    _loaded(page)
+    loaded(page)
     page.locator("#cause a").click()
     page.wait_for_url("**/links/**")
-    _loaded(page)
+    loaded(page)
     assert served.truth["fault_link"]["id"] in page.locator("#link-summary h1").inner_text()
     row = page.locator(f"#blast-radius tr[data-job='{job}']")
     assert "yes" in row.inner_text() and "stalled" in row.inner_text()
@@ -232,7 +182,7 @@ def test_the_culprit_link_page_shows_its_blast_radius_with_the_stalled_job_blame
 
 def test_a_tie_is_drawn_as_a_tie_with_no_one_culprit(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/incidents/{TIED_JOB}#token={served.token}")
-    _loaded(page)
+    loaded(page)
     cause = page.locator("#cause")
     assert "tie" in cause.inner_text() and cause.get_attribute("class") == "tie mono"
     assert page.locator("#fabric .culprit").count() == 0
@@ -249,7 +199,7 @@ def test_a_tie_is_drawn_as_a_tie_with_no_one_culprit(served: Served, page: Any) 
 
 def test_the_list_shows_a_tie_as_a_tie(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/incidents#token={served.token}")
-    _loaded(page)
+    loaded(page)
     cell = page.locator(f"tr[data-job='{TIED_JOB}'] td.tie")
     assert cell.count() == 1 and cell.inner_text().startswith("tie: ")
     assert page.locator(f"tr[data-job='{TIED_JOB}'] td.tie").inner_text().count(" | ") == 1
@@ -258,7 +208,7 @@ def test_the_list_shows_a_tie_as_a_tie(served: Served, page: Any) -> None:
 
 def test_a_quarantined_node_page_shows_why_and_its_xids(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/nodes/hgx-gpu7#token={served.token}")
-    _loaded(page)
+    loaded(page)
     assert "quarantined" in page.locator("#node-summary").inner_text()
     rows = page.locator("#xids tbody tr")
     assert rows.count() == 2
@@ -270,7 +220,7 @@ def test_the_cabling_page_lists_a_miswired_port_with_both_far_ends(
     served: Served, page: Any
 ) -> None:
     page.goto(f"{served.url}/cabling?device=leaf-su01-r0#token={served.token}")
-    _loaded(page)
+    loaded(page)
     row = page.locator("#cabling tr[data-port='leaf-su01-r0:swp3']")
     text = row.inner_text()
     assert "miswired" in text and "hgx-su01-03:mlx5_0" in text and "hgx-su01-04:mlx5_0" in text
@@ -287,7 +237,7 @@ def test_without_a_token_the_page_asks_for_one_and_uses_what_is_pasted(
     page.wait_for_selector("text=refused the token")
     page.fill("input[name=token]", served.token)
     page.click("button[type=submit]")
-    _loaded(page)
+    loaded(page)
     assert page.locator("#jobs").count() == 1
 
 
@@ -300,12 +250,12 @@ def test_a_token_pasted_once_serves_a_second_tab_of_the_same_browser(
     page.wait_for_selector("input[name=token]")
     page.fill("input[name=token]", served.token)
     page.click("button[type=submit]")
-    _loaded(page)
+    loaded(page)
     job = _stalled_job(served.truth)
     second = page.context.new_page()
     second.set_default_timeout(TIMEOUT_MS)
     second.goto(f"{served.url}/incidents/{job}")
-    _loaded(second)
+    loaded(second)
     assert second.locator("input[name=token]").count() == 0
     assert served.token not in second.evaluate("document.cookie")
     assert second.evaluate("JSON.stringify(sessionStorage)") == "{}"
