@@ -63,7 +63,7 @@ def get_next_steps(request: Request, store: StoreDep, job_id: JobId) -> NextStep
         until = verdict.decided_at_ns or verdict.stalled_at_ns or 0
         found = job_links.crossing(store, verdict.cause_link.link_id, until)
         crossing = [c.job.job_id for c in sorted(found, key=lambda c: -c.weight)]
-    steps = next_steps(verdict, fabric.role if fabric is not None else lambda _: None, crossing)
+    steps = next_steps(verdict, None if fabric is None else fabric.role, crossing)
     return NextStepsOut(
         job_id=job_id,
         steps=[NextStepOut(action=s.action, what=s.what, command=s.command) for s in steps],

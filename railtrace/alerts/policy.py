@@ -127,11 +127,6 @@ class AlertQueue:
 _ALERTED_STATES = (JobState.STALLED, JobState.SLOW)
 
 
-def _no_role(device: str) -> Role | None:
-    """No fabric: no device's role is known (a node verdict still has its steps)."""
-    return None
-
-
 _CABLING_DIFFERENCES = (CablingKind.MISWIRED, CablingKind.UNEXPECTED, CablingKind.MISSING)
 
 
@@ -171,7 +166,7 @@ class AlertPolicy:
             self.counters["below_confidence"] += 1
             return None
         s = self.settings
-        steps = next_steps(v, self.role or _no_role)
+        steps = next_steps(v, self.role)
         alert = verdict_alert(
             v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone, steps
         )

@@ -41,10 +41,11 @@ class NextStep:
 
 def next_steps(
     verdict: Verdict,
-    role: Callable[[str], Role | None],
+    role: Callable[[str], Role | None] | None,
     crossing: Sequence[str] = (),
 ) -> tuple[NextStep, ...]:
-    """The next steps for `verdict`; `role` tells hosts from switches (the fabric's), and
+    """The next steps for `verdict`; `role` tells hosts from switches (the fabric's; None when
+    no fabric is known, and then only a node verdict has steps), and
     `crossing` lists the other jobs whose traffic may cross a blamed link, likeliest first."""
     if verdict.state not in (JobState.STALLED, JobState.SLOW) or verdict.tied:
         return ()
@@ -52,7 +53,7 @@ def next_steps(
     if verdict.cause_kind == CauseKind.NODE and verdict.cause_node:
         return _host_steps(verdict.cause_node, reason, verdict.job_id)
     link = verdict.cause_link
-    if verdict.cause_kind != CauseKind.LINK or link is None:
+    if verdict.cause_kind != CauseKind.LINK or link is None or role is None:
         return ()
     hosts = [e for e in (link.a, link.b) if role(e.device) == Role.HOST]
     if hosts:
