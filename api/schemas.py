@@ -603,6 +603,16 @@ class LinkDetailOut(BaseModel):
     )
 
 
+class LinkJobsOut(BaseModel):
+    """A link's blast radius alone, without its counters: what an alert asks for."""
+
+    id: str
+    until: str = Field(description="Jobs that had started by this time are considered.")
+    jobs: list[CrossingJobOut] = Field(
+        description="The jobs whose paths may cross this link, most likely first."
+    )
+
+
 class WorstLinkOut(BaseModel):
     id: str
     a: EndpointOut | None = Field(description="Null for a link id cables.csv does not know.")

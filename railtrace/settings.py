@@ -221,6 +221,12 @@ class AlertSettings(BaseModel):
     # A new consumer group starts at the end of the topics (no alerts for old history) unless
     # this is set.
     from_beginning: bool = False
+    # The API as the alerter reaches it (default: incident_base_url), and a read token for it
+    # (`railtrace token create --scope read`): a link alert then names the other jobs whose
+    # paths cross the link, its blast radius. Without the token alerts go out without it.
+    api_url: str | None = None
+    api_token: SecretStr | None = None
+    api_timeout_s: float = Field(default=3.0, gt=0, le=60)
 
 
 class Settings(BaseSettings):

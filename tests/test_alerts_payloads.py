@@ -15,6 +15,7 @@ import orjson
 import pytest
 from store_samples import LINK, T0, verdict
 
+from railtrace.alerts.blast import OtherJob, Radius
 from railtrace.alerts.payloads import (
     HEADER_MAX,
     Alert,
@@ -496,3 +497,60 @@ def test_an_uplink_alert_shuts_its_leaf_port_only_when_the_policy_knows_the_fabr
     assert steps is not None
     # Slack wants & escaped everywhere, code blocks too; it shows and copies `&&`.
     assert "```nv set interface swp33 link state down &amp;&amp; nv config apply```" in steps
+
+
+def _radius_section(payload: dict) -> str | None:
+    return next((t for t in sections(payload) if t.startswith("*Blast radius*")), None)
+
+
+def _crossing(n: int, blamed: int = 1) -> Radius:
+    """`slurm-4242` (the alert's own job) and `n` others on the link, the first `blamed`
+    of them stalled by it too."""
+    jobs = [OtherJob("slurm-4242", 1.0, "stalled", True)]
+    jobs += [
+        OtherJob(f"job-{i}", 0.5, "stalled" if i < blamed else None, i < blamed) for i in range(n)
+    ]
+    return Radius(LINK.link_id, tuple(jobs))
+
+
+def test_a_link_alert_names_the_other_jobs_on_the_link_and_not_its_own() -> None:
+    p = verdict_alert(stalled(), BASE, radius=_crossing(2)).payload
+    assert _radius_section(p) == (
+        "*Blast radius*: 2 other jobs may cross this link\n"
+        "• `job-0` stalled, blamed on this link (crosses it with chance 0.50)\n"
+        "• `job-1` no verdict yet (crosses it with chance 0.50)"
+    )
+
+
+def test_a_long_blast_radius_shows_five_and_links_the_rest_to_the_link_page() -> None:
+    text = _radius_section(verdict_alert(stalled(), BASE, radius=_crossing(12)).payload)
+    assert text is not None
+    assert text.splitlines()[0] == "*Blast radius*: 12 other jobs may cross this link"
+    assert len(text.splitlines()) == 1 + 5 + 1
+    quoted = LINK.link_id.replace(":", "%3A").replace("/", "%2F")
+    assert text.endswith(f"• and <{BASE}links/{quoted}|7 more on the link page>")
+
+
+def test_an_unknown_blast_radius_says_why_and_no_radius_says_nothing() -> None:
+    unknown = Radius(LINK.link_id, known=False, reason="the API at http://x did not answer")
+    p = verdict_alert(stalled(), BASE, radius=unknown).payload
+    assert _radius_section(p) == "*Blast radius*\nNot known: the API at http://x did not answer."
+    assert _radius_section(verdict_alert(stalled(), BASE).payload) is None
+    alone = verdict_alert(stalled(), BASE, radius=_crossing(0)).payload
+    assert _radius_section(alone) == "*Blast radius*\nNo other job's paths cross this link."
+
+
+def test_the_check_jobs_step_names_the_jobs_the_radius_found() -> None:
+    fabric = build_fabric(rail_optimized(64).plan)
+    uplink = LinkRef(
+        "leaf-su01-r0:swp33--spine-01:Ethernet0",
+        Endpoint("spine-01", "Ethernet0"),
+        Endpoint("leaf-su01-r0", "swp33"),
+    )
+    v = dataclasses.replace(stalled(), cause_link=uplink)
+    policy = AlertPolicy(AlertSettings(incident_base_url=BASE), role=fabric.role)
+    steps = _next_steps(policy.verdict_alert(v, _crossing(2)).payload)
+    assert steps is not None
+    assert "will move when it is shut: job-0, job-1." in steps
+    blind = _next_steps(policy.verdict_alert(v).payload)
+    assert blind is not None and "No other job's traffic is known to cross this link." in blind

@@ -541,7 +541,7 @@ def test_railtrace_alert_shows_times_in_the_site_zone() -> None:
 
     consumer = AlertConsumer(settings, Collect())
     assert consumer.policy.zone == ZoneInfo("Europe/Berlin")
-    consumer.handle(consumer.verdicts, b"job", wire.encode_records([verdict()]))
+    asyncio.run(consumer.handle(consumer.verdicts, b"job", wire.encode_records([verdict()])))
     (alert,) = sent
     assert "*Stalled at*\n2026-05-05 06:16:47 UTC (08:16:47 CEST)" in [
         f["text"] for f in alert.payload["blocks"][1]["fields"]

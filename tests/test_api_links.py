@@ -99,6 +99,29 @@ def test_the_blast_radius_leaves_out_jobs_whose_paths_do_not_cross_the_link(
     assert {j["job_id"]: j["weight"] for j in jobs}[stalled] == pytest.approx(weights[inside])
 
 
+def test_a_links_jobs_alone_are_the_blast_radius_its_page_shows(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore],
+) -> None:
+    client, truth, _ = incident
+    culprit = truth["fault_link"]["id"]
+    until = iso_utc((truth["fault_at_ns"] // NS + 120) * NS)  # whole: the API reads µs
+    query = urllib.parse.urlencode({"until": until})
+    alone = client.get(f"{_url(culprit)}/jobs?{query}")
+    assert alone.status_code == 200, alone.text
+    page = client.get(f"{_url(culprit)}?{_around(truth)}").json()
+    assert alone.json() == {"id": culprit, "until": until, "jobs": page["jobs"]}
+    assert len(page["jobs"]) > 1, "seed 3's uplink carries more than the stalled job"
+
+
+def test_the_jobs_of_an_unknown_cable_are_a_404_not_the_page_of_a_cable_named_jobs(
+    incident: tuple[TestClient, dict[str, Any], ChdbStore],
+) -> None:
+    client, _, _ = incident
+    response = client.get("/v1/links/leaf03:Ethernet1/7--gpu-node-12:mlx5_3/jobs")
+    assert response.status_code == 404
+    assert "no cable 'leaf03:Ethernet1/7--gpu-node-12:mlx5_3'" in response.json()["detail"]
+
+
 def test_buckets_follow_the_step_and_the_metric_filter(
     incident: tuple[TestClient, dict[str, Any], ChdbStore],
 ) -> None:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from aiokafka import AIOKafkaConsumer
 
+from railtrace.alerts.blast import BlastRadius
 from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
@@ -29,7 +30,7 @@ from railtrace.collectors.hosts import nodeevents
 from railtrace.replay import CaptureError, open_capture
 from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
-from railtrace.streams.records import CablingEvent, LinkEvent, Verdict
+from railtrace.streams.records import CablingEvent, CauseKind, LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
 from railtrace.topology.fabric import Fabric
 
@@ -60,6 +61,7 @@ class AlertConsumer:
         self.link_events = topics.name(prefix, topics.LINK_EVENTS)
         self.cabling_events = topics.name(prefix, topics.CABLING_EVENTS)
         self.counters = {"records": 0, "bad_records": 0}
+        self.radius = _radius(settings)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set."""
@@ -80,11 +82,13 @@ class AlertConsumer:
                 batches = await consumer.getmany(timeout_ms=500, max_records=500)
                 for tp, records in batches.items():
                     for r in records:
-                        self.handle(tp.topic, r.key, r.value)
+                        await self.handle(tp.topic, r.key, r.value)
         finally:
             await consumer.stop()
+            if self.radius is not None:
+                await self.radius.stop()
 
-    def handle(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+    async def handle(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         """Decode one record and emit the alerts it makes; bad records are counted."""
         self.counters["records"] += 1
         now = self.clock()
@@ -95,7 +99,7 @@ class AlertConsumer:
                 return
             for item in wire.decode_records(value or b""):
                 if isinstance(item, Verdict) and topic == self.verdicts:
-                    self._emit(self.policy.on_verdict(item, now))
+                    self._emit(await self._with_radius(item, self.policy.on_verdict(item, now)))
                 elif isinstance(item, LinkEvent) and topic == self.link_events:
                     link_id = key.decode() if key else f"{item.device}:{item.interface}"
                     self._emit(self.policy.on_link_event(item, link_id, now))
@@ -106,6 +110,17 @@ class AlertConsumer:
         except (ValueError, UnicodeDecodeError) as exc:  # WireError is a ValueError
             self.counters["bad_records"] += 1
             log.warning("bad record skipped", extra={"topic": topic, "reason": str(exc)[:200]})
+
+    async def _with_radius(self, v: Verdict, alert: Alert | None) -> Alert | None:
+        """The alert of a blamed link, once admitted, with the link's blast radius; asked
+        only then, so a suppressed repeat costs the API nothing."""
+        link = v.cause_link
+        if alert is None or alert.kind != "verdict" or self.radius is None:
+            return alert
+        if v.tied or v.cause_kind is not CauseKind.LINK or link is None:
+            return alert
+        until = v.decided_at_ns or v.stalled_at_ns or 0
+        return self.policy.verdict_alert(v, await self.radius.of(link.link_id, until))
 
     def _emit(self, alert: Alert | None) -> None:
         if alert is not None:
@@ -125,6 +140,21 @@ def _fabric(settings: Settings) -> Fabric | None:
             "topology not loaded: link alerts carry no next steps", extra={"reason": str(exc)}
         )
         return None
+
+
+def _radius(settings: Settings) -> BlastRadius | None:
+    """The API client for link alerts' blast radius; without a token there is none, which is
+    said once at start, as the alerts then name no other jobs."""
+    a = settings.alerts
+    if a.api_token is None:
+        log.warning(
+            "alerts.api_token is not set: link alerts will not name the other jobs on the link; "
+            "create a read token (railtrace token create --name alerts) and set "
+            "RAILTRACE_ALERTS__API_TOKEN"
+        )
+        return None
+    base = a.api_url or a.incident_base_url
+    return BlastRadius(base, a.api_token.get_secret_value(), a.api_timeout_s, clock=time.monotonic)
 
 
 def _loopback(url: str) -> bool:
@@ -174,6 +204,8 @@ def run_alerts(settings: Settings) -> dict[str, int]:
         finally:
             await sender.stop()
         counters = {**consumer.counters, **consumer.policy.counters, **sender.counters}
+        if consumer.radius is not None:
+            counters.update(consumer.radius.counters)
         log.info("alerts stopped", extra=counters)
         return counters
 

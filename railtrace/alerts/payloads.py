@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from railtrace.alerts.blast import Radius
 from railtrace.streams.attribution.cost import cost_text, incident_cost
 from railtrace.streams.attribution.nextstep import NextStep
 from railtrace.streams.records import (
@@ -35,6 +36,8 @@ BUTTON_TEXT_MAX = 75
 ACTIONS_MAX = 25
 #: Next steps a verdict alert shows; the incident page has them all.
 STEPS_SHOWN = 4
+#: Other jobs on a blamed link an alert names; the link page lists them all.
+RADIUS_SHOWN = 5
 
 
 class Priority(IntEnum):
@@ -191,11 +194,13 @@ def verdict_alert(
     grafana: str | None = None,
     zone: tzinfo = UTC,
     steps: Sequence[NextStep] = (),
+    radius: Radius | None = None,
 ) -> Alert:
     """A job stalled (or slowed) and railtrace names the link or node behind it, what the
-    stall cost and what answering now saved, and the next steps to copy (never run);
-    buttons open the incident, the culprit's page and, when `grafana` is its base URL, the
-    culprit's dashboard."""
+    stall cost and what answering now saved, the other jobs on a blamed link (`radius`,
+    when the API was asked), and the next steps to copy (never run); buttons open the
+    incident, the culprit's page and, when `grafana` is its base URL, the culprit's
+    dashboard."""
     cause = cause_text(v)
     url = _url(base_url, "incidents", v.job_id)
     cause_id = v.cause_link.link_id if v.cause_link is not None else (v.cause_node or "")
@@ -222,6 +227,7 @@ def verdict_alert(
         [("Open incident", url), *_culprit_buttons(v, base_url, grafana)],
         (
             f"*Cost*\n{_esc(cost_text(cost))}" if cost else "",
+            _radius_text(v.job_id, radius, _url(base_url, "links", cause_id)),
             _steps_text(steps),
             "*Evidence*\n" + "\n".join(lines) if lines else "",
         ),
@@ -230,6 +236,32 @@ def verdict_alert(
     return Alert(
         "verdict", f"job:{v.job_id}", f"{v.state}|{v.cause_kind}|{cause_id}", priority, payload
     )
+
+
+def _radius_text(job_id: str, radius: Radius | None, link_page: str) -> str:
+    """The other jobs whose paths may cross the blamed link: whoever acts on the link (shuts
+    it, reseats it) acts on them too. An unknown radius says why, so that no reader takes
+    silence for "no other job"."""
+    if radius is None:
+        return ""
+    if not radius.known:
+        return f"*Blast radius*\nNot known: {_esc(radius.reason)}."
+    others = radius.others(job_id)
+    if not others:
+        return "*Blast radius*\nNo other job's paths cross this link."
+    lines = [
+        f"*Blast radius*: {len(others)} other job{'s' if len(others) > 1 else ''} may "
+        "cross this link"
+    ]
+    for j in others[:RADIUS_SHOWN]:
+        state = j.state or "no verdict yet"
+        blamed = ", blamed on this link" if j.blamed else ""
+        lines.append(
+            f"• `{_esc(j.job_id)}` {state}{blamed} (crosses it with chance {j.weight:.2f})"
+        )
+    if len(others) > RADIUS_SHOWN:
+        lines.append(f"• and <{link_page}|{len(others) - RADIUS_SHOWN} more on the link page>")
+    return "\n".join(lines)
 
 
 def _steps_text(steps: Sequence[NextStep]) -> str:

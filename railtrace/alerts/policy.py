@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
+from railtrace.alerts.blast import Radius
 from railtrace.alerts.payloads import (
     Alert,
     cabling_alert,
@@ -165,18 +166,23 @@ class AlertPolicy:
         if v.confidence < self.settings.min_confidence:
             self.counters["below_confidence"] += 1
             return None
-        s = self.settings
-        steps = next_steps(v, self.role)
-        alert = verdict_alert(
-            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone, steps
-        )
-        admitted = self._admit(alert, now)
+        admitted = self._admit(self.verdict_alert(v), now)
         if admitted is not None:
             self._troubled.pop(v.job_id, None)  # re-insert: the dict stays ordered by time
             self._troubled[v.job_id] = f"{v.state}, {cause_text(v)}"
             if len(self._troubled) > self.dedup.max_subjects:
                 del self._troubled[next(iter(self._troubled))]
         return admitted
+
+    def verdict_alert(self, v: Verdict, radius: Radius | None = None) -> Alert:
+        """The alert for a verdict; with the blamed link's `radius`, it names the other jobs
+        on the link, and so does its step to check them before the link is shut."""
+        s = self.settings
+        crossing = [] if radius is None else [j.job_id for j in radius.others(v.job_id)]
+        steps = next_steps(v, self.role, crossing)
+        return verdict_alert(
+            v, s.incident_base_url, s.evidence_lines, s.grafana_base_url, self.zone, steps, radius
+        )
 
     def on_node_event(self, e: NodeEvent, now: float) -> Alert | None:
         """Quarantine decisions and releases; plain Xids that changed nothing are not news."""
