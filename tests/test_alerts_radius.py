@@ -21,6 +21,7 @@ from kafka_support import free_port
 
 from railtrace.alerts.consumer import AlertConsumer
 from railtrace.alerts.payloads import Alert
+from railtrace.compose.fabric import alert_topology
 from railtrace.settings import Settings
 from railtrace.simulate import Fault
 from railtrace.streams import wire
@@ -60,7 +61,9 @@ class Collect:
 def _alerts(settings: Settings, *verdicts: Verdict) -> tuple[list[Alert], AlertConsumer]:
     """The alerts `verdicts` make, each read from the verdicts topic's wire format."""
     sent = Collect()
-    consumer = AlertConsumer(settings, sent)
+    fabric = alert_topology(settings, lambda line: None)
+    assert fabric is not None
+    consumer = AlertConsumer(settings, sent, fabric.role)
 
     async def main() -> None:
         try:

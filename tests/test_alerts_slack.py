@@ -549,24 +549,19 @@ def test_railtrace_alert_shows_times_in_the_site_zone() -> None:
 
 
 def test_the_alerter_reads_the_fabric_for_next_steps_and_runs_without_a_broken_one(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
 ) -> None:
-    from railtrace.alerts.consumer import AlertConsumer
+    from railtrace.compose.fabric import alert_topology
     from railtrace.settings import Settings
     from railtrace.simulate import Fault, write_capture
 
-    class Drop:
-        def emit(self, alert: Alert) -> None:
-            pass
-
+    said: list[str] = []
     write_capture(tmp_path / "cap", 64, Fault.LINK_DOWN, 1)
-    good = Settings(api={"topology_dir": str(tmp_path / "cap")})
-    consumer = AlertConsumer(good, Drop())
-    assert consumer.policy.role is not None
-    assert consumer.policy.role("leaf-su01-r0") == "leaf"
+    fabric = alert_topology(Settings(api={"topology_dir": str(tmp_path / "cap")}), said.append)
+    assert fabric is not None and fabric.role("leaf-su01-r0") == "leaf"
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "cables.csv").write_text("not,a,cabling,plan\n")
-    with caplog.at_level(logging.WARNING, logger="railtrace.alerts.consumer"):
-        blind = AlertConsumer(Settings(worker={"topology_dir": str(tmp_path / "broken")}), Drop())
-    assert blind.policy.role is None
-    assert any("topology not loaded" in r.getMessage() for r in caplog.records)
+    broken = Settings(worker={"topology_dir": str(tmp_path / "broken")})
+    assert alert_topology(broken, said.append) is None
+    assert said and said[0].startswith("topology not loaded: link alerts carry no next steps")
+    assert alert_topology(Settings(), said.append) is None

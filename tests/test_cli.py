@@ -31,7 +31,7 @@ from cli_support import (
 from click.testing import Result
 
 from railtrace import __version__
-from railtrace.cli import DEMO_MARK
+from railtrace.cli.capture import DEMO_MARK
 from railtrace.replay.marker import MARKER_FILE
 from railtrace.store import read_owner
 from railtrace.store.chdb_store import ChdbStore

@@ -45,7 +45,9 @@ K8S_DIR = DEPLOY / "k8s"
 GRAFANA_DIR = DEPLOY / "grafana"
 
 PREFIX = "RAILTRACE_"
-CONFIG_VAR = "RAILTRACE_CONFIG"  # the config file (railtrace/cli.py, `--config`), not a field
+CONFIG_VAR = (
+    "RAILTRACE_CONFIG"  # the config file (railtrace/cli/__init__.py, `--config`), not a field
+)
 # Files with passwords are kept under a folder named `secrets` (git-ignored); each has a
 # committed template of the same name under `secrets.example`, which is what the tests read.
 SECRETS, EXAMPLES = "secrets", "secrets.example"

@@ -30,6 +30,7 @@ FORBIDDEN_OURS = (
     "railtrace.api",
     "railtrace.replay",
     "railtrace.cli",
+    "railtrace.compose",
     "railtrace.simulate",
     "railtrace.render",
 )

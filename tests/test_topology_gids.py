@@ -74,10 +74,10 @@ def test_a_capture_maps_gids_by_show_gids_and_by_hosts_csv_and_invents_none(
 
 
 def test_the_workers_topology_maps_gids_through_the_same_call(tmp_path: Path) -> None:
-    from railtrace.cli import _load_topology
+    from railtrace.compose.fabric import load_topology
     from railtrace.settings import load_settings
 
-    fabric = _load_topology(load_settings(), _topology_folder(tmp_path))
+    fabric = load_topology(load_settings(), _topology_folder(tmp_path))
     assert fabric.nic_of_gid("::ffff:172.19.0.60") == Endpoint(HOST, "mlx5_0")
 
 

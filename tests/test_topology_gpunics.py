@@ -206,12 +206,12 @@ def test_a_rule_whose_nics_are_not_nic_names_is_refused(bad: list[str]) -> None:
 def test_the_workers_topology_takes_the_map_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The worker and the API load their fabric through one function of the CLI; a rule
+    """The worker and the API load their fabric through one composition function; a rule
     given as RAILTRACE_SITE__GPU_NICS (JSON, as for any list setting) reaches it."""
-    from railtrace.cli import _load_topology
+    from railtrace.compose.fabric import load_topology
 
     rule = '[{"hosts": "hgx-su01-01", "nics": ' + str(DGX_ORDER).replace("'", '"') + "}]"
     monkeypatch.setenv("RAILTRACE_SITE__GPU_NICS", rule)
-    fabric = _load_topology(load_settings(), _topology_folder(tmp_path))
+    fabric = load_topology(load_settings(), _topology_folder(tmp_path))
     assert fabric.job_nics("hgx-su01-01", (5,)) == ("mlx5_1",)
     assert fabric.job_nics("hgx-su01-02", (5,)) == fabric.host_nics["hgx-su01-02"]

@@ -27,12 +27,11 @@ from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
-from railtrace.replay import CaptureError, open_capture
 from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
 from railtrace.streams.records import CablingEvent, CauseKind, LinkEvent, Verdict
 from railtrace.streams.worker import kafka, topics
-from railtrace.topology.fabric import Fabric
+from railtrace.topology.attrs import Role
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +44,18 @@ class AlertConsumer:
     """Reads the four topics and feeds what the policy admits to `sender`."""
 
     def __init__(
-        self, settings: Settings, sender: Emitter, clock: Callable[[], float] = time.monotonic
+        self,
+        settings: Settings,
+        sender: Emitter,
+        role: Callable[[str], Role | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`role` is the fabric's, when known: a link verdict's next steps need to tell its
+        host end from its switch end."""
         self.settings = settings
         self.sender = sender
         self.clock = clock
-        fabric = _fabric(settings)
-        self.policy = AlertPolicy(
-            settings.alerts, settings.site.zone, role=None if fabric is None else fabric.role
-        )
+        self.policy = AlertPolicy(settings.alerts, settings.site.zone, role=role)
         self.group = f"{settings.worker.app_id}-alerts"
         prefix = settings.kafka.topic_prefix
         self.verdicts = topics.name(prefix, topics.VERDICTS)
@@ -127,21 +129,6 @@ class AlertConsumer:
             self.sender.emit(alert)
 
 
-def _fabric(settings: Settings) -> Fabric | None:
-    """The fabric of `api.topology_dir` (else `worker.topology_dir`), for the next steps of
-    a link verdict. Alerts go out without it: a topology that does not load is a warning."""
-    where = settings.api.topology_dir or settings.worker.topology_dir
-    if where is None:
-        return None
-    try:
-        return open_capture(where, settings.site.gpu_nics).fabric
-    except CaptureError as exc:
-        log.warning(
-            "topology not loaded: link alerts carry no next steps", extra={"reason": str(exc)}
-        )
-        return None
-
-
 def _radius(settings: Settings) -> BlastRadius | None:
     """The API client for link alerts' blast radius; without a token there is none, which is
     said once at start, as the alerts then name no other jobs."""
@@ -184,9 +171,11 @@ def unreachable_links(settings: AlertSettings) -> list[str]:
     ]
 
 
-def run_alerts(settings: Settings) -> dict[str, int]:
+def run_alerts(
+    settings: Settings, role: Callable[[str], Role | None] | None = None
+) -> dict[str, int]:
     """Run the consumer and the sender until SIGTERM or SIGINT; returns the counters, which
-    are also logged."""
+    are also logged. `role` is the fabric's, as `AlertConsumer` takes it."""
     url = settings.alerts.slack_webhook_url
     if url is None:
         raise ValueError("alerts.slack_webhook_url is not set")
@@ -197,7 +186,7 @@ def run_alerts(settings: Settings) -> dict[str, int]:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         sender = SlackSender(url.get_secret_value(), settings.alerts)
-        consumer = AlertConsumer(settings, sender)
+        consumer = AlertConsumer(settings, sender, role)
         await sender.start()
         try:
             await consumer.run(stop)
