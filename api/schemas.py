@@ -22,14 +22,13 @@ from railtrace.streams.records import (
     Candidate,
     CauseKind,
     Diagnosis,
-    Endpoint,
     Evidence,
     JobState,
     LinkEvent,
-    LinkRef,
     NodeEvent,
     Verdict,
 )
+from railtrace.topology.ends import Endpoint, LinkRef
 
 _NS = 1_000_000_000
 

@@ -69,9 +69,9 @@ from railtrace.store import open_store
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.schema import qualified
 from railtrace.store.sql_store import SqlStore
-from railtrace.streams.records import Endpoint
 from railtrace.topology import Fabric
 from railtrace.topology.attrs import Role
+from railtrace.topology.ends import Endpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import query_latency_data as data

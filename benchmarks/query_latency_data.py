@@ -27,13 +27,11 @@ from railtrace.streams.records import (
     Candidate,
     CauseKind,
     CollectiveTimeout,
-    Endpoint,
     Evidence,
     JobFact,
     JobState,
     LinkEvent,
     LinkEventKind,
-    LinkRef,
     LinkSample,
     Metric,
     Verdict,
@@ -41,6 +39,7 @@ from railtrace.streams.records import (
 from railtrace.topology import Fabric, build_fabric, rail_optimized
 from railtrace.topology.attrs import Role
 from railtrace.topology.cabling import format_cables_csv
+from railtrace.topology.ends import Endpoint, LinkRef
 
 NS = 1_000_000_000
 #: The loaded span ends here (UTC midnight), so reruns and --skip-load agree on the windows.

@@ -11,8 +11,8 @@ import argparse
 import statistics
 import time
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology import PathFinder, build_fabric, rail_optimized
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.paths import union_weights
 
 

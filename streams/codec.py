@@ -16,16 +16,17 @@ from typing import Any, TypeVar
 import orjson
 
 from railtrace.streams import records
+from railtrace.topology import ends
 
 T = TypeVar("T")
 
-#: Every record type that may cross a process boundary, by its tag.
+#: Every record type that may cross a process boundary, by its tag: the records, and the
+#: fabric's own types they hold (a cable and its ends).
 RECORD_TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
-    for cls in vars(records).values()
-    if isinstance(cls, type)
-    and dataclasses.is_dataclass(cls)
-    and cls.__module__ == records.__name__
+    for module in (records, ends)
+    for cls in vars(module).values()
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
 }
 
 
@@ -36,7 +37,7 @@ class CodecError(ValueError):
 def encode(value: Any) -> Any:
     """A record (or tuple/list of them) as plain JSON types, tagged with its type name.
 
-    >>> encode(records.Endpoint("leaf1", "swp1"))
+    >>> encode(ends.Endpoint("leaf1", "swp1"))
     {'t': 'Endpoint', 'device': 'leaf1', 'interface': 'swp1'}
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from railtrace.topology.ends import CablingKind, Endpoint, LinkRef
+
 #: The event times railtrace holds, [EARLIEST_NS, LATEST_NS): from the Unix epoch to the start
 #: of 2106. The store's narrowest time type sets it (the per-minute fault rollup and
 #: `inserted_at` are ClickHouse `DateTime`, 32-bit seconds, which wraps on 2106-02-07): a later
@@ -619,14 +621,6 @@ class CauseKind(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Endpoint:
-    """One end of a link: a device and one of its interfaces, named as in `cables.csv`."""
-
-    device: str
-    interface: str
-
-
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
     """A GPU node's kernel Xid or an operator's release, with the quarantine state it left.
@@ -650,15 +644,6 @@ class NodeEvent:
     source: str = ""
 
 
-class CablingKind(StrEnum):
-    """How a port's cabling, as its LLDP neighbour shows it, stands against `cables.csv`."""
-
-    MISWIRED = "miswired"  # a planned cable, but LLDP names another far end
-    UNEXPECTED = "unexpected"  # a neighbour on a port the plan leaves empty
-    MISSING = "missing"  # a planned cable, no neighbour seen
-    RESOLVED = "resolved"  # a difference reported earlier is gone: cabled as planned again
-
-
 @dataclass(frozen=True, slots=True)
 class CablingEvent:
     """A port's cabling started or stopped differing from the plan, as seen from `device`."""
@@ -670,15 +655,6 @@ class CablingEvent:
     planned: Endpoint | None
     seen: Endpoint | None
     detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRef:
-    """A cable of the plan, by its stable id and both ends."""
-
-    link_id: str
-    a: Endpoint
-    b: Endpoint
 
 
 @dataclass(frozen=True, slots=True)

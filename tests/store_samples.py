@@ -8,14 +8,12 @@ from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
     DeadLetter,
-    Endpoint,
     Evidence,
     InitComplete,
     JobFact,
     JobState,
     LinkEvent,
     LinkEventKind,
-    LinkRef,
     LinkSample,
     LogOrigin,
     Metric,
@@ -28,6 +26,7 @@ from railtrace.streams.records import (
     WatchdogState,
     XidEvent,
 )
+from railtrace.topology.ends import Endpoint, LinkRef
 
 #: 2026-05-05T06:16:47.123456789Z, a time with all nine digits significant.
 T0 = 1_777_961_807_123_456_789

@@ -13,14 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for benchmarks.grading
 from benchmarks.grading import tables
 from benchmarks.grading.score import score_incident
-from railtrace.streams.records import (
-    Candidate,
-    CauseKind,
-    Endpoint,
-    JobState,
-    LinkRef,
-    Verdict,
-)
+from railtrace.streams.records import Candidate, CauseKind, JobState, Verdict
+from railtrace.topology.ends import Endpoint, LinkRef
 
 S = 1_000_000_000
 FAULT_AT = 1_000 * S

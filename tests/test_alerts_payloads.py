@@ -29,17 +29,15 @@ from railtrace.alerts.policy import AlertPolicy, AlertQueue, Deduper, TokenBucke
 from railtrace.settings import AlertSettings
 from railtrace.streams.records import (
     CablingEvent,
-    CablingKind,
     CauseKind,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
-    LinkRef,
     NodeEvent,
     Verdict,
 )
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.ends import CablingKind, Endpoint, LinkRef
 
 BASE = "https://railtrace.example.net/"
 

@@ -43,8 +43,6 @@ from railtrace.settings import AlertSettings, KafkaSettings
 from railtrace.streams import wire
 from railtrace.streams.records import (
     CablingEvent,
-    CablingKind,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -52,6 +50,7 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.streams.worker.kafka import ensure_topics
+from railtrace.topology.ends import CablingKind, Endpoint
 
 BASE = "http://incidents.example.net"
 GRAFANA = "http://grafana.example.net"

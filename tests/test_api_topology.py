@@ -10,7 +10,8 @@ from api_support import api_client
 from fastapi.testclient import TestClient
 
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint
+from railtrace.streams.records import CablingEvent
+from railtrace.topology.ends import CablingKind, Endpoint
 
 T0 = 1_780_000_000 * 10**9
 NIC1, NIC2 = Endpoint("hgx-01", "mlx5_0"), Endpoint("hgx-02", "mlx5_0")

@@ -9,7 +9,6 @@ from railtrace.streams.records import (
     CauseKind,
     ChannelEdge,
     CollectiveTimeout,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -21,6 +20,7 @@ from railtrace.streams.records import (
     XidEvent,
 )
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.ends import Endpoint
 
 S = 1_000_000_000
 T0 = 1_780_000_000 * S

@@ -7,10 +7,8 @@ from attribution_support import HOST_A, JOB, T0, S, fabric, feed, job_facts
 
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.records import (
-    CablingKind,
     CauseKind,
     CollectiveTimeout,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -18,6 +16,7 @@ from railtrace.streams.records import (
 )
 from railtrace.topology.asbuilt import as_built
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import build_fabric
 from railtrace.topology.lldp import CablingDifference
 

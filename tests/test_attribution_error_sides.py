@@ -19,12 +19,12 @@ from railtrace.streams.records import (
     CauseKind,
     ChannelEdge,
     CollectiveTimeout,
-    Endpoint,
     LinkEvent,
     LinkEventKind,
     NetError,
 )
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import PathFinder
 

@@ -9,7 +9,8 @@ import pytest
 from attribution_support import HOST_A, HOST_LINK, LEAF, LEAF_PORT, T0, fabric
 
 from railtrace.streams.attribution.nextstep import SHOWN_JOBS, next_steps
-from railtrace.streams.records import CauseKind, Endpoint, JobState, LinkRef, Verdict
+from railtrace.streams.records import CauseKind, JobState, Verdict
+from railtrace.topology.ends import Endpoint, LinkRef
 
 UPLINK = LinkRef(
     "leaf-su01-r0:swp33--spine-01:Ethernet0",

@@ -28,7 +28,6 @@ from railtrace.streams.attribution.profile import JudgingRules
 from railtrace.streams.records import (
     CauseKind,
     CollectiveTimeout,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -36,6 +35,7 @@ from railtrace.streams.records import (
     Progress,
     Verdict,
 )
+from railtrace.topology.ends import Endpoint
 
 # The defaults the settings give: the rules under test.
 RULES = PaceRules()

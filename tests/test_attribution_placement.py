@@ -13,7 +13,6 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.records import (
     CauseKind,
     CollectiveTimeout,
-    Endpoint,
     JobPlacement,
     JobState,
     LinkEvent,
@@ -22,6 +21,7 @@ from railtrace.streams.records import (
     PlacedHost,
 )
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.gpunics import parse_topo_matrix
 
 PLACED = JobPlacement(

@@ -21,9 +21,10 @@ import pytest
 from railtrace.replay import open_capture, replay
 from railtrace.replay.runner import DiscardSink
 from railtrace.streams.attribution import Correlator
-from railtrace.streams.records import Endpoint, JobFact, JobState, LinkEvent, Verdict
+from railtrace.streams.records import JobFact, JobState, LinkEvent, Verdict
 from railtrace.topology import build_fabric
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 from railtrace.world.capture import write_world
 

@@ -13,13 +13,15 @@ from typing import Any, NamedTuple
 import orjson
 import pytest
 
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint
+from railtrace.streams.records import CablingEvent
+from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.worker.telemetry_stage import BatchOutput, DeviceStates
 from railtrace.topology import build_fabric, rail_optimized
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import PortLinks
-from railtrace.topology.lldp import CablingWatch, PlanIndex
+from railtrace.topology.lldp import PlanIndex
 
 S = 10**9
 T0 = 1_780_000_000 * S

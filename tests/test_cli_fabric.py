@@ -10,7 +10,8 @@ import pytest
 from cli_support import invoke
 
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint, NodeEvent
+from railtrace.streams.records import CablingEvent, NodeEvent
+from railtrace.topology.ends import CablingKind, Endpoint
 
 T0 = 1_780_000_000 * 10**9
 

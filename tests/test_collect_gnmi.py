@@ -30,10 +30,12 @@ from railtrace.collectors.gnmi import (
     TlsSettings,
 )
 from railtrace.proto.gen import gnmi_pb2
-from railtrace.streams.records import CablingKind, Endpoint, Metric
+from railtrace.streams.records import Metric
 from railtrace.streams.telemetry import decode_message
+from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
-from railtrace.topology.lldp import CablingWatch, PlanIndex
+from railtrace.topology.ends import CablingKind, Endpoint
+from railtrace.topology.lldp import PlanIndex
 
 FAST = Backoff(initial_s=0.05, max_s=0.2)
 

@@ -40,10 +40,8 @@ from grafana_support import run_dashboard as run
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.records import (
     CablingEvent,
-    CablingKind,
     Candidate,
     CauseKind,
-    Endpoint,
     JobState,
     LinkEvent,
     LinkEventKind,
@@ -51,6 +49,7 @@ from railtrace.streams.records import (
     Metric,
     NodeEvent,
 )
+from railtrace.topology.ends import CablingKind, Endpoint
 
 
 def test_the_four_dashboards_are_there() -> None:

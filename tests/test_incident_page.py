@@ -27,13 +27,8 @@ from kafka_support import ARTIFACTS
 
 from railtrace.simulate import Fault
 from railtrace.store.rows import STRUCTURE_FACT_KINDS
-from railtrace.streams.records import (
-    CablingEvent,
-    CablingKind,
-    Endpoint,
-    JobState,
-    NodeEvent,
-)
+from railtrace.streams.records import CablingEvent, JobState, NodeEvent
+from railtrace.topology.ends import CablingKind, Endpoint
 
 #: A job whose two candidate cables score alike: its verdict is a flagged tie.
 TIED_JOB = "4242"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 
 from railtrace.streams.attribution.history import LinkHistory
-from railtrace.streams.records import Endpoint, LinkEvent, LinkEventKind
+from railtrace.streams.records import LinkEvent, LinkEventKind
+from railtrace.topology.ends import Endpoint
 
 KINDS = [LinkEventKind.ERROR_BURST, LinkEventKind.DOWN, LinkEventKind.PFC_STORM]
 

@@ -25,14 +25,8 @@ from railtrace.store import NodeSummary, StoreError, migrations
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.schema import TABLES, statements
 from railtrace.store.sql_store import SqlStore
-from railtrace.streams.records import (
-    CablingEvent,
-    CablingKind,
-    Endpoint,
-    JobState,
-    LinkEventKind,
-    NodeEvent,
-)
+from railtrace.streams.records import CablingEvent, JobState, LinkEventKind, NodeEvent
+from railtrace.topology.ends import CablingKind, Endpoint
 
 SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology import PathFinder, build_fabric, parse_cables_csv, rail_optimized
 from railtrace.topology.attrs import Role
 from railtrace.topology.cabling import Cable, CablePlan, parse_hosts_csv
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import link_id
 from railtrace.topology.paths import union_weights
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.asbuilt import cabled_fabric
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.gids import gid_key, gid_table, parse_show_gids
 from railtrace.topology.lldp import CablingDifference
 

@@ -11,9 +11,9 @@ import pytest
 
 from railtrace.replay import open_capture
 from railtrace.settings import load_settings
-from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.asbuilt import cabled_fabric
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.gpunics import GpuNicRule, TopoError, parse_topo_matrix
 from railtrace.topology.lldp import CablingDifference
 

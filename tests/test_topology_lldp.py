@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology import rail_optimized
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.lldp import CablingDifference, Neighbour, check_cabling
 
 PLAN = rail_optimized(64).plan

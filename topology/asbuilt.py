@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from railtrace.streams.records import CablingKind, Endpoint
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import Fabric, build_fabric, link_id
 from railtrace.topology.lldp import CablingDifference
 

@@ -11,7 +11,7 @@ import io
 import ipaddress
 from dataclasses import dataclass, field
 
-from railtrace.streams.records import Endpoint
+from railtrace.topology.ends import Endpoint
 
 CABLE_COLUMNS = (
     "side_a_device",

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import IF_OF, RAIL, ROLE, TIER, Role
 from railtrace.topology.cabling import CablePlan
+from railtrace.topology.ends import Endpoint, LinkRef
 from railtrace.topology.gids import address_of_gid, gid_key
 from railtrace.topology.gpunics import GpuNics
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from railtrace.streams.records import Endpoint
+from railtrace.topology.ends import Endpoint
 
 #: A show_gids row: DEV PORT INDEX GID [IPv4] VER NETDEV.
 _MIN_FIELDS = 5

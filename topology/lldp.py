@@ -14,21 +14,16 @@ Each difference is reported from the port that saw it, so a cable swapped betwee
 switches shows up on both; `missing` is only claimed for devices that have shown at least one
 LLDP neighbour, since silence from a device that sends no LLDP data at all proves nothing.
 
-`CablingWatch` does this continuously for one device as its LLDP updates stream in. A
-neighbour arrives leaf by leaf and a table fills over a few notifications, so a difference is
-only reported once it has held for `settle_ns` of the device's own time (its message
-timestamps), and reported once; when it goes away a `resolved` event says so.
+`streams.telemetry.cabling.CablingWatch` does this continuously as LLDP updates stream in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from railtrace.streams.records import CablingEvent, CablingKind, Endpoint
-from railtrace.streams.telemetry.lldp import LldpUpdate
 from railtrace.topology.cabling import CablePlan
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import Fabric
 
 
@@ -54,17 +49,6 @@ class CablingDifference:
         if self.kind is CablingKind.UNEXPECTED:
             return f"{where} has no cable in the plan but LLDP sees {_name(self.seen)}"
         return f"{where} should reach {_name(self.planned)} but LLDP sees nothing there"
-
-    def event(self, ts_ns: int) -> CablingEvent:
-        return CablingEvent(
-            ts_ns,
-            self.port.device,
-            self.port.interface,
-            self.kind,
-            self.planned,
-            self.seen,
-            self.describe(),
-        )
 
 
 def _name(end: Endpoint | None) -> str:
@@ -142,7 +126,8 @@ def check_cabling(
     plan: CablePlan, seen: Iterable[Neighbour], reporting: Iterable[str]
 ) -> list[CablingDifference]:
     """Every difference between the plan and the LLDP neighbours `seen`, by port, for a
-    one-off check of a whole fabric (`CablingWatch` is the streaming form).
+    one-off check of a whole fabric (`streams.telemetry.cabling.CablingWatch` is the
+    streaming form).
 
     >>> from railtrace.topology.cabling import Cable
     >>> plan = CablePlan([Cable(Endpoint("n1", "mlx5_0"), Endpoint("leaf1", "swp1")),
@@ -162,130 +147,3 @@ def check_cabling(
         found = index.differences(device, by_device.get(device, {}), device in speaking)
         out += found.values()
     return sorted(out)
-
-
-_Key = tuple[str, str]  # (local interface, neighbour id)
-
-
-class CablingWatch:
-    """One device's LLDP neighbour table, checked against the plan as it changes.
-
-    Kept by whoever folds the device's raw telemetry (the worker's telemetry stage), and
-    snapshotted with the rest of the device's state.
-    """
-
-    def __init__(self, device: str, plan: PlanIndex, settle_ns: int) -> None:
-        self.device = device
-        self.plan = plan
-        self.settle_ns = settle_ns
-        self.table: dict[_Key, dict[str, str]] = {}
-        self.speaking = False
-        self.pending: dict[str, tuple[CablingDifference, int]] = {}
-        self.reported: dict[str, CablingDifference] = {}
-
-    def apply(self, update: LldpUpdate) -> list[CablingEvent]:
-        """Fold one update in and return the events it settles or resolves."""
-        if update.replace:
-            self.table.clear()
-        for interface, neighbour in update.deletes:
-            for key in [k for k in self.table if _matches(k, interface, neighbour)]:
-                del self.table[key]
-        for leaf in update.leaves:
-            self.table.setdefault((leaf.interface, leaf.neighbour), {})[leaf.leaf] = leaf.value
-        self.speaking = self.speaking or bool(self.table)
-        return self._recheck(update.ts_ns)
-
-    def tick(self, ts_ns: int) -> list[CablingEvent]:
-        """The device's clock moved (any message from it): report what has now settled."""
-        return self._settle(ts_ns) if self.pending else []
-
-    def neighbours(self) -> dict[str, list[Endpoint]]:
-        """Each local interface's neighbours, named as the plan names them."""
-        out: dict[str, list[Endpoint]] = {}
-        for (interface, _), leaves in sorted(self.table.items()):
-            name = leaves.get("system-name") or leaves.get("chassis-id", "")
-            remote = self.plan.resolve(
-                name, leaves.get("port-id", ""), leaves.get("port-description", "")
-            )
-            out.setdefault(interface, []).append(remote)
-        return out
-
-    def _recheck(self, ts_ns: int) -> list[CablingEvent]:
-        now = self.plan.differences(self.device, self.neighbours(), self.speaking)
-        events = []
-        for interface in [i for i in self.reported if i not in now]:
-            gone = self.reported.pop(interface)
-            events.append(
-                CablingEvent(
-                    ts_ns,
-                    self.device,
-                    interface,
-                    CablingKind.RESOLVED,
-                    gone.planned,
-                    gone.planned,
-                    f"{self.device}:{interface} is cabled as planned again ({gone.kind} before)",
-                )
-            )
-        pending: dict[str, tuple[CablingDifference, int]] = {}
-        for interface, diff in now.items():
-            if self.reported.get(interface) == diff:
-                continue
-            held = self.pending.get(interface)
-            pending[interface] = held if held is not None and held[0] == diff else (diff, ts_ns)
-        self.pending = pending
-        return events + self._settle(ts_ns)
-
-    def _settle(self, ts_ns: int) -> list[CablingEvent]:
-        events = []
-        for interface, (diff, since) in list(self.pending.items()):
-            if ts_ns - since >= self.settle_ns:
-                del self.pending[interface]
-                self.reported[interface] = diff
-                events.append(diff.event(ts_ns))
-        return events
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "table": [[i, n, leaves] for (i, n), leaves in sorted(self.table.items())],
-            "speaking": self.speaking,
-            "pending": [[_diff_out(d), since] for d, since in self.pending.values()],
-            "reported": [_diff_out(d) for d in self.reported.values()],
-        }
-
-    @classmethod
-    def restore(
-        cls, snap: dict[str, Any], device: str, plan: PlanIndex, settle_ns: int
-    ) -> CablingWatch:
-        watch = cls(device, plan, settle_ns)
-        watch.table = {(str(i), str(n)): dict(leaves) for i, n, leaves in snap["table"]}
-        watch.speaking = bool(snap["speaking"])
-        for raw, since in snap["pending"]:
-            diff = _diff_in(raw, device)
-            watch.pending[diff.port.interface] = (diff, int(since))
-        for raw in snap["reported"]:
-            diff = _diff_in(raw, device)
-            watch.reported[diff.port.interface] = diff
-        return watch
-
-
-def _matches(key: _Key, interface: str | None, neighbour: str | None) -> bool:
-    return (interface is None or key[0] == interface) and (neighbour is None or key[1] == neighbour)
-
-
-def _end_out(end: Endpoint | None) -> list[str] | None:
-    return None if end is None else [end.device, end.interface]
-
-
-def _end_in(raw: Any) -> Endpoint | None:
-    return None if raw is None else Endpoint(str(raw[0]), str(raw[1]))
-
-
-def _diff_out(d: CablingDifference) -> list[Any]:
-    return [d.port.interface, d.kind.value, _end_out(d.planned), _end_out(d.seen)]
-
-
-def _diff_in(raw: list[Any], device: str) -> CablingDifference:
-    interface, kind, planned, seen = raw
-    return CablingDifference(
-        Endpoint(device, str(interface)), CablingKind(kind), _end_in(planned), _end_in(seen)
-    )

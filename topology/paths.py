@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology.attrs import ROLE, Role
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 
 LinkWeights = dict[str, float]

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import Endpoint
 
 SU_NODES = 32
 RAILS = 8

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology.attrs import RAIL, ROLE, TIER, Role
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 
 

@@ -31,8 +31,9 @@ from railtrace.api.schemas import (
 )
 from railtrace.api.times import ACCEPTED, Instant
 from railtrace.store import Store
-from railtrace.streams.records import JobState, LinkRef, Metric
+from railtrace.streams.records import JobState, Metric
 from railtrace.topology.attrs import ROLE, Role
+from railtrace.topology.ends import LinkRef
 from railtrace.topology.view import link_rail
 
 router = APIRouter(prefix="/v1/links", tags=["links"])

@@ -12,7 +12,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from railtrace.streams.records import Endpoint
 from railtrace.topology.cabling import (
     CABLE_COLUMNS,
     HOSTS_COLUMNS,
@@ -20,6 +19,7 @@ from railtrace.topology.cabling import (
     parse_cables_csv,
     parse_hosts_csv,
 )
+from railtrace.topology.ends import Endpoint
 
 from .cases import Case, Item, Result, crash_of
 from .corpus import Corpus

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from railtrace.streams.attribution.scoring import confidence as margin_confidence
-from railtrace.streams.records import CauseKind, JobState, LinkRef, Verdict
+from railtrace.streams.records import CauseKind, JobState, Verdict
+from railtrace.topology.ends import LinkRef
 
 #: The job groups a score falls in.
 FABRIC, NON_FABRIC, HEALTHY = "fabric", "non-fabric", "healthy"

@@ -21,11 +21,11 @@ from railtrace.streams.records import (
     DIAGNOSIS_TEXT,
     CablingEvent,
     CauseKind,
-    Endpoint,
     LinkEvent,
     NodeEvent,
     Verdict,
 )
+from railtrace.topology.ends import Endpoint
 
 # Block Kit limits (api.slack.com/reference/block-kit/blocks).
 HEADER_MAX = 150

@@ -29,7 +29,6 @@ from railtrace.settings import AlertSettings
 from railtrace.streams.attribution.nextstep import next_steps
 from railtrace.streams.records import (
     CablingEvent,
-    CablingKind,
     CauseKind,
     JobState,
     LinkEvent,
@@ -38,6 +37,7 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.topology.attrs import Role
+from railtrace.topology.ends import CablingKind
 
 
 class Deduper:

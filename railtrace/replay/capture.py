@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railtrace.streams.records import Endpoint, valid_job_id
+from railtrace.streams.records import valid_job_id
 from railtrace.topology.cabling import CablePlan, parse_cables_csv, parse_hosts_csv
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric, build_fabric
 from railtrace.topology.gids import gid_table
 from railtrace.topology.gpunics import GpuNicRule, TopoError, parse_topo_matrix, rule_for

@@ -27,7 +27,6 @@ from railtrace.streams.pipeline import Pipeline
 from railtrace.streams.records import (
     CablingEvent,
     DeadLetter,
-    Endpoint,
     JobFact,
     LinkEvent,
     LinkSample,
@@ -37,16 +36,12 @@ from railtrace.streams.records import (
 )
 from railtrace.streams.scheduler import read_placements, uncabled
 from railtrace.streams.telemetry import DecodeError, GnmicDecoder, decode_message, iter_messages
+from railtrace.streams.telemetry.cabling import CablingWatch, cabling_event
 from railtrace.streams.telemetry.lldp import LldpUpdate
 from railtrace.topology.asbuilt import cabled_fabric
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
-from railtrace.topology.lldp import (
-    CablingDifference,
-    CablingWatch,
-    Neighbour,
-    PlanIndex,
-    check_cabling,
-)
+from railtrace.topology.lldp import CablingDifference, Neighbour, PlanIndex, check_cabling
 
 Progress = Callable[[str, int, int], None]  # stage, advance, total
 #: Dead letters of one log file are stored in batches of this many as they are found.
@@ -326,7 +321,7 @@ def replay(
     sink.write_node_events(nodes)
     report.node_events = len(nodes)
     seen_at = min((u.ts_ns for u in decoded.lldp), default=0)
-    sink.write_cabling_events([d.event(seen_at) for d in report.cabling])
+    sink.write_cabling_events([cabling_event(d, seen_at) for d in report.cabling])
     sink.write_verdicts(report.verdicts)
     report.store_s = out.store_s + time.perf_counter() - t
     report.samples = out.written_samples

@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import Role
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import Endpoint, LinkRef
 from railtrace.topology.fabric import Fabric, build_fabric, link_id
 from railtrace.topology.paths import PathFinder
 from railtrace.topology.reference import SU_NODES, ReferenceDesign, rail_optimized

@@ -22,8 +22,8 @@ from railtrace.simulate.scenario import (
     Fault,
     Scenario,
 )
-from railtrace.streams.records import Endpoint, LinkRef
 from railtrace.topology.attrs import Role
+from railtrace.topology.ends import Endpoint, LinkRef
 
 IDLE_RATE = 2e5  # LLDP, BGP and the like on a link no job uses, bytes/s
 COUNTER_FIELDS = (

@@ -21,8 +21,9 @@ from railtrace.simulate.logs import job_logs
 from railtrace.simulate.scenario import Fault, Scenario, plan_scenario
 from railtrace.simulate.scheduler import scontrol_show_jobs
 from railtrace.simulate.series import Item, port_series
-from railtrace.streams.records import Diagnosis, Endpoint, LinkRef
+from railtrace.streams.records import Diagnosis
 from railtrace.topology.cabling import format_cables_csv
+from railtrace.topology.ends import Endpoint, LinkRef
 from railtrace.topology.reference import SU_NODES
 
 

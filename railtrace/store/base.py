@@ -15,7 +15,6 @@ from railtrace.streams.records import (
     CablingEvent,
     CauseKind,
     DeadLetter,
-    Endpoint,
     JobFact,
     JobState,
     LinkEvent,
@@ -23,6 +22,7 @@ from railtrace.streams.records import (
     NodeEvent,
     Verdict,
 )
+from railtrace.topology.ends import Endpoint
 
 if TYPE_CHECKING:
     from railtrace.store.migrations import Migration

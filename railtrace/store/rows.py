@@ -22,7 +22,6 @@ from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
     DeadLetter,
-    Endpoint,
     InitComplete,
     JobFact,
     JobPlacement,
@@ -39,6 +38,7 @@ from railtrace.streams.records import (
     WatchdogState,
     XidEvent,
 )
+from railtrace.topology.ends import Endpoint
 
 #: The `kind` column of job_facts: a stable name per record type, independent of class names.
 FACT_KINDS: dict[type[JobFact], str] = {

@@ -37,10 +37,8 @@ from railtrace.store.verdict_codec import decode_verdict
 from railtrace.streams import codec
 from railtrace.streams.records import (
     CablingEvent,
-    CablingKind,
     CauseKind,
     DeadLetter,
-    Endpoint,
     JobFact,
     JobState,
     LinkEvent,
@@ -49,6 +47,7 @@ from railtrace.streams.records import (
     NodeEvent,
     Verdict,
 )
+from railtrace.topology.ends import CablingKind, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ LIMIT {{limit:UInt32}} OFFSET {{offset:UInt32}}"""
 _VERDICT_SQL = "SELECT payload FROM {verdicts} FINAL WHERE job_id = {{job_id:String}}"
 
 # A port's state is its latest event; ties in `ts` cannot occur for one port (see
-# topology.lldp.CablingWatch), and a duplicate row only repeats the same latest event.
+# streams.telemetry.cabling.CablingWatch), and a duplicate row only repeats the same latest event.
 _CABLING_SQL = """\
 SELECT device, interface,
        argMax(kind, ts) AS last_kind, argMax(planned, ts) AS planned_end,

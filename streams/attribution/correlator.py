@@ -30,7 +30,6 @@ from railtrace.streams.attribution.verdicts import (
 from railtrace.streams.attribution.watchdog import stall_of
 from railtrace.streams.records import (
     CauseKind,
-    Endpoint,
     Evidence,
     JobFact,
     JobState,
@@ -40,6 +39,7 @@ from railtrace.streams.records import (
     Verdict,
 )
 from railtrace.topology.attrs import Role
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
 

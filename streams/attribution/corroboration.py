@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from railtrace.streams.attribution.jobs import Flow
-from railtrace.streams.records import Endpoint, ErrorSide, NetError
+from railtrace.streams.records import ErrorSide, NetError
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 from railtrace.topology.paths import PathFinder
 

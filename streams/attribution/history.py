@@ -12,7 +12,8 @@ import bisect
 from collections.abc import Collection, Mapping
 from typing import Protocol
 
-from railtrace.streams.records import Endpoint, LinkEvent, LinkEventKind
+from railtrace.streams.records import LinkEvent, LinkEventKind
+from railtrace.topology.ends import Endpoint
 
 #: Link events that are kept in the store and shown on a link's page but never held against a
 #: stall: a counter reset says nothing about the link, and a switch whose counters run

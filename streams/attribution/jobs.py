@@ -21,7 +21,6 @@ from railtrace.streams.attribution.watchdog import stall_of
 from railtrace.streams.records import (
     ChannelEdge,
     CollectiveTimeout,
-    Endpoint,
     InitComplete,
     JobFact,
     JobPlacement,
@@ -35,6 +34,7 @@ from railtrace.streams.records import (
     WatchdogState,
     XidEvent,
 )
+from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 
 Flow = tuple[Endpoint, Endpoint]

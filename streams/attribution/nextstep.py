@@ -21,8 +21,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from railtrace.streams.records import CauseKind, Endpoint, JobState, Verdict
+from railtrace.streams.records import CauseKind, JobState, Verdict
 from railtrace.topology.attrs import Role
+from railtrace.topology.ends import Endpoint
 
 _TIER = {Role.LEAF: 0, Role.SPINE: 1, Role.SUPER_SPINE: 2, Role.SWITCH: 3}
 #: How many jobs crossing a link the step names before it says "and N more".

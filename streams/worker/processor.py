@@ -36,20 +36,14 @@ from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.logs.undated import JobClock
-from railtrace.streams.records import (
-    CablingEvent,
-    CablingKind,
-    Endpoint,
-    JobPlacement,
-    LinkEvent,
-    Verdict,
-)
+from railtrace.streams.records import CablingEvent, JobPlacement, LinkEvent, Verdict
 from railtrace.streams.scheduler import ended_unseen, read_placements, uncabled
 from railtrace.streams.worker import kafka, topics
 from railtrace.streams.worker.state import SnapshotCache
 from railtrace.streams.worker.telemetry_stage import TelemetryStage
 from railtrace.topology.asbuilt import cabled_fabric
 from railtrace.topology.cabling import Cable, CablePlan
+from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import Fabric, PortLinks
 from railtrace.topology.lldp import CablingDifference, PlanIndex
 

@@ -35,13 +35,14 @@ from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
 from railtrace.streams.telemetry import DecodeError, DecodeStats, decode_message
+from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.health import Thresholds
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
 from railtrace.streams.worker import kafka, topics
 from railtrace.topology.fabric import PortLinks
-from railtrace.topology.lldp import CablingWatch, PlanIndex
+from railtrace.topology.lldp import PlanIndex
 
 log = logging.getLogger(__name__)
 CHECKPOINT_VERSION = 1
