@@ -41,14 +41,15 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from railtrace import kafka
 from railtrace.api.schemas import VerdictOut
+from railtrace.kafka import topics
 from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.replay.publish import log_batches
 from railtrace.settings import KafkaSettings
 from railtrace.simulate import Fault, write_capture
 from railtrace.store import read_owner
 from railtrace.streams import wire
-from railtrace.streams.worker import kafka, topics
 from railtrace.topology import rail_optimized
 from railtrace.topology.cabling import format_cables_csv
 

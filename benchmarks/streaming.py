@@ -27,8 +27,9 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 
+from railtrace import kafka
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings
-from railtrace.streams.worker import kafka, topics
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.attrs import Role
 from railtrace.topology.cabling import format_cables_csv

@@ -39,6 +39,7 @@ from railtrace.alerts.payloads import (
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
 from railtrace.collectors.hosts.quarantine import Decision, XidObservation
+from railtrace.kafka import ensure_topics
 from railtrace.settings import AlertSettings, KafkaSettings
 from railtrace.streams import wire
 from railtrace.streams.records import (
@@ -49,7 +50,6 @@ from railtrace.streams.records import (
     NodeEvent,
     Verdict,
 )
-from railtrace.streams.worker.kafka import ensure_topics
 from railtrace.topology.ends import CablingKind, Endpoint
 
 BASE = "http://incidents.example.net"

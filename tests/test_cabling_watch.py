@@ -17,11 +17,11 @@ from railtrace.streams.records import CablingEvent
 from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
-from railtrace.streams.worker.telemetry_stage import BatchOutput, DeviceStates
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
+from railtrace.worker.telemetry_stage import BatchOutput, DeviceStates
 
 S = 10**9
 T0 = 1_780_000_000 * S

@@ -22,12 +22,13 @@ from kafka_support import (
     run_kafka_sh,
 )
 
+from railtrace import kafka
 from railtrace.collectors.delivery import DEAD_LETTER_BYTES, Delivery
 from railtrace.collectors.emit import Outgoing
 from railtrace.collectors.spool import Spool
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
-from railtrace.streams.worker import kafka, topics
 
 T = TypeVar("T")
 

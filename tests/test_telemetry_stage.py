@@ -20,11 +20,11 @@ from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import LinkEventKind, Metric
 from railtrace.streams.telemetry import decode_message
-from railtrace.streams.worker import telemetry_stage
-from railtrace.streams.worker.telemetry_stage import BatchOutput, DeviceStates, TelemetryStage
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
+from railtrace.worker import telemetry_stage
+from railtrace.worker.telemetry_stage import BatchOutput, DeviceStates, TelemetryStage
 
 T0 = 1_780_000_000 * 10**9
 PARTITIONS = 4

@@ -15,13 +15,14 @@ from aiokafka.errors import KafkaTimeoutError
 from kafka_support import BOOTSTRAP, read_topic, require_broker
 from test_telemetry_stage import FABRIC, _stream
 
+from railtrace import kafka
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings, Settings, WorkerSettings
 from railtrace.streams import wire
 from railtrace.streams.records import LinkEvent, LinkEventKind
-from railtrace.streams.worker import kafka, topics
-from railtrace.streams.worker.telemetry_stage import BatchOutput, TelemetryStage
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
+from railtrace.worker.telemetry_stage import BatchOutput, TelemetryStage
 
 
 class LosesOneBatch(TelemetryStage):

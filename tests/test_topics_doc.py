@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from railtrace.streams.worker import topics
+from railtrace.kafka import topics
 
 README = (Path(__file__).resolve().parents[1] / "deploy" / "kafka" / "README.md").read_text()
 

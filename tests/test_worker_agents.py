@@ -31,6 +31,7 @@ import pytest
 from faust.types import TP
 from faust.types.tuples import RecordMetadata
 
+from railtrace.kafka import topics
 from railtrace.replay.capture import open_capture
 from railtrace.replay.runner import Sink, replay
 from railtrace.settings import KafkaSettings, Settings, WorkerSettings
@@ -53,8 +54,7 @@ from railtrace.streams.records import (
     Verdict,
     XidEvent,
 )
-from railtrace.streams.worker import topics
-from railtrace.streams.worker.processor import Processor, _Parsers, _partition
+from railtrace.worker.processor import Processor, _Parsers, _partition
 
 NODES = 16
 SEED = 5

@@ -14,11 +14,12 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from attribution_support import HOST_LINK, LEAF, LEAF_PORT, T0, S, fabric
 from kafka_support import BOOTSTRAP, require_broker
 
+from railtrace import kafka
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings, Settings, WorkerSettings
 from railtrace.streams import wire
 from railtrace.streams.records import LinkEvent, LinkEventKind
-from railtrace.streams.worker import kafka, topics
-from railtrace.streams.worker.processor import Processor
+from railtrace.worker.processor import Processor
 
 
 async def _follow_after(processor: Processor, messages: list[bytes]) -> list[LinkEvent]:

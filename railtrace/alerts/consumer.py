@@ -22,15 +22,16 @@ from urllib.parse import urlsplit
 
 from aiokafka import AIOKafkaConsumer
 
+from railtrace import kafka
 from railtrace.alerts.blast import BlastRadius
 from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
+from railtrace.kafka import topics
 from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
 from railtrace.streams.records import CablingEvent, CauseKind, LinkEvent, Verdict
-from railtrace.streams.worker import kafka, topics
 from railtrace.topology.attrs import Role
 
 log = logging.getLogger(__name__)

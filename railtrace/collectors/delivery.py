@@ -37,11 +37,12 @@ from aiokafka.errors import (
     RecordTooLargeError,
 )
 
+from railtrace import kafka
 from railtrace.collectors.emit import Outgoing
 from railtrace.collectors.spool import Spool
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
-from railtrace.streams.worker import kafka, topics
 
 log = logging.getLogger(__name__)
 

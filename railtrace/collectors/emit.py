@@ -1,7 +1,7 @@
 """What a collector hands to delivery, and the one call it makes to do so.
 
 Collectors know nothing of Kafka: they build raw messages in the formats of the raw topics
-(`railtrace.streams.worker.topics`) and await `emit(Outgoing(...))`. Delivery decides how
+(`railtrace.kafka.topics`) and await `emit(Outgoing(...))`. Delivery decides how
 they reach the broker; a full spool drops the oldest samples first and never a state change.
 """
 

@@ -11,8 +11,8 @@ from railtrace.compose import Say, StartError
 from railtrace.compose.fabric import alert_topology, load_topology
 from railtrace.compose.stores import open_owned
 from railtrace.gctuning import settle_heap
+from railtrace.kafka import ensure_topics
 from railtrace.settings import Settings
-from railtrace.streams.worker.kafka import ensure_topics
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ def run_worker(settings: Settings, topology: Path | None) -> None:
     """Raw topics in; link samples, link events, job facts and verdicts out."""
     import faust
 
-    from railtrace.streams.worker.processor import Processor
+    from railtrace.worker.processor import Processor
 
     fabric = load_topology(settings, topology)
     asyncio.run(ensure_topics(settings.kafka))
@@ -44,8 +44,8 @@ def run_sink(
     import uvicorn
 
     from railtrace.compose.api import api_app
+    from railtrace.sink.writer import Sink
     from railtrace.store import remove_owner, write_owner
-    from railtrace.streams.worker.sink import Sink
 
     asyncio.run(ensure_topics(settings.kafka))
     store = open_owned(settings)

@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo
 import orjson
 from aiokafka import AIOKafkaProducer
 
+from railtrace import kafka
+from railtrace.kafka import topics
 from railtrace.replay.capture import Capture
 from railtrace.replay.runner import year_hint
 from railtrace.settings import KafkaSettings
@@ -25,7 +27,6 @@ from railtrace.streams import wire
 from railtrace.streams.scheduler import read_placements, split
 from railtrace.streams.telemetry import iter_messages
 from railtrace.streams.telemetry.xpath import device_of
-from railtrace.streams.worker import kafka, topics
 
 LINES_PER_MESSAGE = 500
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from railtrace.collectors.hosts import nodeevents
+from railtrace.kafka import topics
+from railtrace.kafka.faustapp import faust_app, topic_of
 from railtrace.settings import Settings
 from railtrace.store import Store
 from railtrace.streams import wire
@@ -24,8 +26,6 @@ from railtrace.streams.records import (
     NodeEvent,
     Verdict,
 )
-from railtrace.streams.worker import topics
-from railtrace.streams.worker.processor import faust_app, topic_of
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
+from railtrace import kafka
+from railtrace.kafka import topics
 from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
@@ -40,7 +42,6 @@ from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.health import Thresholds
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
-from railtrace.streams.worker import kafka, topics
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
 

@@ -1,7 +1,8 @@
-"""Connection settings for every Kafka client railtrace makes, and topic creation.
+"""Kafka as every role reaches it: connection settings for each client railtrace makes, and
+topic creation; the topics themselves are described once, in `topics`.
 
 One place turns `KafkaSettings` into aiokafka and faust arguments, so TLS and SASL work the
-same for the workers, the sink and the replay publisher.
+same for the workers, the sink, the collectors, the alerter and the replay publisher.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from railtrace.kafka import topics
 from railtrace.settings import KafkaSettings
-from railtrace.streams.worker import topics
 
 log = logging.getLogger(__name__)
 
