@@ -573,9 +573,9 @@ def test_reads_from_many_threads_see_what_another_thread_writes_meanwhile(
 PAST_SCHEMAS = Path(__file__).parent / "fixtures" / "store"
 
 
-def _past_store(open_raw: Callable[..., SqlStore], version: int) -> SqlStore:
+def _past_store(open_raw: Callable[..., SqlStore], version: int, ledger: bool = True) -> SqlStore:
     """A store exactly as the release whose newest migration was `version` made it: that
-    release's rendered DDL, and its ledger."""
+    release's rendered DDL, and its ledger (without: a release before the ledger)."""
     store = open_raw()
     text = (PAST_SCHEMAS / f"schema-v{version}.sql").read_text()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
@@ -586,6 +586,8 @@ def _past_store(open_raw: Callable[..., SqlStore], version: int) -> SqlStore:
     for sql in (part.strip() for part in body.split(";\n")):
         if sql:
             store._execute(sql)
+    if not ledger:
+        return store
     store._execute(migrations.ledger_sql(store.database))
     for m in migrations.MIGRATIONS[:version]:
         store._execute(
@@ -610,11 +612,23 @@ def _live_shape(store: SqlStore, table: str) -> tuple[list[tuple[str, str]], str
     return [(c["name"], c["type"]) for c in cols], key["sorting_key"].strip("()")
 
 
-@pytest.mark.parametrize("version", [3, 4])
+def _engine(store: SqlStore, table: str) -> str:
+    (row,) = store.select(
+        "SELECT engine FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        {"db": store.database, "t": table},
+    ).to_pylist()
+    return str(row["engine"])
+
+
+@pytest.mark.parametrize(
+    ("version", "ledger"),
+    [(2, False), (2, True), (3, True), (4, True)],
+    ids=["v2-before-the-ledger", "v2", "v3", "v4"],
+)
 def test_a_store_made_by_an_older_release_migrates_to_the_declared_schema_with_its_rows(
-    open_raw: Callable[..., SqlStore], version: int
+    open_raw: Callable[..., SqlStore], version: int, ledger: bool
 ) -> None:
-    store = _past_store(open_raw, version)
+    store = _past_store(open_raw, version, ledger)
     event, link_id = s.link_event(0)
     store._execute(  # a row as that release wrote it: no series column
         f"INSERT INTO {store.database}.link_events "
@@ -624,11 +638,12 @@ def test_a_store_made_by_an_older_release_migrates_to_the_declared_schema_with_i
     )
     store.write_verdicts([s.verdict("slurm-1", JobState.STALLED)])
     applied = [m.version for m in store.migrate()]
-    assert applied == [m.version for m in migrations.MIGRATIONS[version:]]
+    assert applied == [m.version for m in migrations.MIGRATIONS[version if ledger else 0 :]]
     assert store.migrate() == []
     store.ping()
     for table in TABLES:
         declared = [(c.name, c.ch_type) for c in table.columns]
         assert _live_shape(store, table.name) == (declared, ", ".join(table.order_by)), table.name
+        assert _engine(store, table.name) == table.engine.split("(")[0], table.name
     assert store.link_events_between([link_id], event.ts_ns, event.ts_ns) == [(event, link_id)]
     assert store.get_verdict("slurm-1") is not None
