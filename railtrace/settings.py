@@ -227,6 +227,11 @@ class AlertSettings(BaseModel):
     api_url: str | None = None
     api_token: SecretStr | None = None
     api_timeout_s: float = Field(default=3.0, gt=0, le=60)
+    # Where `railtrace alert` serves /metrics and /healthz ("host:port"; port 0: any free one,
+    # logged at start), and how long Slack may fail, or the group leave it without its topics,
+    # before /healthz says it is not healthy.
+    metrics_listen: str = "127.0.0.1:9470"
+    health_grace_s: float = Field(default=120.0, gt=0)
 
 
 class Settings(BaseSettings):

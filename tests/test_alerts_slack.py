@@ -246,6 +246,27 @@ def test_429_then_500_are_retried_honoring_retry_after_then_backoff() -> None:
     asyncio.run(main())
 
 
+def test_the_sender_says_since_when_slack_has_been_failing_until_a_message_gets_through() -> None:
+    script = [(503, {}, ""), (503, {}, "")]
+    clock = VirtualClock()
+
+    async def main() -> None:
+        async with Receiver(script, clock=clock).running() as rx:
+            once = settings(max_retries=1)
+            sender = SlackSender(rx.url, once, clock=clock, sleep=clock.sleep)
+            await sender.start()
+            assert sender.failing_since is None
+            sender.emit(every_kind()[0])
+            await until(lambda: sender.counters["failed"] == 1)
+            assert sender.failing_since == 0.0, "since the first failed attempt, not the last"
+            sender.emit(every_kind()[1])
+            await until(lambda: sender.counters["sent"] == 1)
+            assert sender.failing_since is None
+            await sender.stop()
+
+    asyncio.run(main())
+
+
 def test_retry_after_is_capped_and_retries_end_in_a_counted_failure() -> None:
     script = [(429, {"Retry-After": "30"}, ""), (503, {}, ""), (503, {}, "")]
     clock = VirtualClock()
@@ -410,10 +431,27 @@ async def _until_committed(group: str, prefix: str, timeout: float = 90) -> None
         await asyncio.sleep(0.5)
 
 
+def _scrape(port: int) -> tuple[str, tuple[int, dict[str, Any]]]:
+    """The alerter's /metrics text and its /healthz status and body."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+            metrics = r.read().decode()
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as r:
+            return metrics, (r.status, json.load(r))
+    except (urllib.error.URLError, OSError):
+        return "", (0, {})
+
+
 def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -> None:
     require_broker()
     run_id = uuid.uuid4().hex[:10]
     log_path = tmp_path / "alert.log"
+    metrics_port = free_port()
 
     async def main() -> None:
         await _produce(f"t{run_id}")
@@ -427,6 +465,7 @@ def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -
                 RAILTRACE_ALERTS__INCIDENT_BASE_URL=BASE,
                 RAILTRACE_ALERTS__FROM_BEGINNING="true",
                 RAILTRACE_ALERTS__RATE_PER_S="20",
+                RAILTRACE_ALERTS__METRICS_LISTEN=f"127.0.0.1:{metrics_port}",
             )
             with log_path.open("wb") as log:
                 proc = await asyncio.create_subprocess_exec(
@@ -444,6 +483,11 @@ def test_railtrace_alert_sends_each_alert_once_from_the_topics(tmp_path: Path) -
                     # every record of the four topics, each was judged, and a duplicate
                     # alert would be queued; stopping drains the queue to the receiver.
                     await _until_committed(f"a{run_id}-alerts", f"t{run_id}")
+                    await until(lambda: _scrape(metrics_port)[0].count("sent_total 3.0") == 1)
+                    metrics, (status, health) = _scrape(metrics_port)
+                    assert "railtrace_alert_records_total 5.0" in metrics
+                    assert "railtrace_alert_healthy 1.0" in metrics
+                    assert status == 200 and health["role"] == "alert" and health["ok"]
                 finally:
                     proc.send_signal(signal.SIGTERM)
                     rc = await asyncio.wait_for(proc.wait(), 30)

@@ -26,8 +26,9 @@ from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
 from prometheus_client.parser import text_string_to_metric_families
 from snmp_support import free_udp_port, running_snmpd, snmptrap
 
-from railtrace.collectors import endpoint, health, run
+from railtrace.collectors import health, run
 from railtrace.collectors.health import Readings, TargetState, assess
+from railtrace.probes import endpoint
 from railtrace.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)

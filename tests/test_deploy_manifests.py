@@ -35,7 +35,7 @@ from pydantic import BaseModel, SecretStr
 
 from railtrace.api.routes import health
 from railtrace.cli import app
-from railtrace.collectors.endpoint import Endpoint, parse_listen
+from railtrace.probes.endpoint import Endpoint, parse_listen
 from railtrace.settings import Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,7 +198,7 @@ def api_public_paths() -> frozenset[str]:
 
 @cache
 def collector_paths() -> frozenset[str]:
-    """The paths every collector process serves (railtrace/collectors/endpoint.py)."""
+    """The paths every collector process and the alerter serve (railtrace/probes/endpoint.py)."""
     return frozenset(re.findall(r'add_get\("([^"]+)"', inspect.getsource(Endpoint.start)))
 
 
@@ -659,6 +659,9 @@ def listeners(call: CliCall, settings: Settings) -> list[Listener]:
         if role == "snmp" and traps is not None:
             found.append(Listener(traps.host, traps.port, "udp", frozenset()))
         return found
+    if call.path == ("alert",):
+        host, port = parse_listen(settings.alerts.metrics_listen)
+        return [Listener(host, port, "tcp", collector_paths())]
     return []
 
 
@@ -1089,7 +1092,14 @@ def test_probes_and_ports_meet_the_port_the_command_listens_on(c: Container) -> 
 def test_the_api_and_every_collector_are_probed() -> None:
     """The port test above passes vacuously for a container without probes."""
     probed = {parse_cli(c.railtrace_argv() or []).name for c in railtrace_containers() if c.probes}
-    assert probed == {"serve", "collect gnmi", "collect snmp", "collect logs", "collect xid"}
+    assert probed == {
+        "serve",
+        "collect gnmi",
+        "collect snmp",
+        "collect logs",
+        "collect xid",
+        "alert",
+    }
 
 
 COMPOSE_API = """

@@ -23,12 +23,15 @@ from urllib.parse import urlsplit
 from aiokafka import AIOKafkaConsumer
 
 from railtrace import kafka
+from railtrace.alerts import probes
 from railtrace.alerts.blast import BlastRadius
 from railtrace.alerts.payloads import Alert
 from railtrace.alerts.policy import AlertPolicy
 from railtrace.alerts.slack import SlackSender
 from railtrace.collectors.hosts import nodeevents
 from railtrace.kafka import topics
+from railtrace.probes.endpoint import Endpoint
+from railtrace.probes.health import Health
 from railtrace.settings import AlertSettings, Settings
 from railtrace.streams import wire
 from railtrace.streams.records import CablingEvent, CauseKind, LinkEvent, Verdict
@@ -65,6 +68,8 @@ class AlertConsumer:
         self.cabling_events = topics.name(prefix, topics.CABLING_EVENTS)
         self.counters = {"records": 0, "bad_records": 0}
         self.radius = _radius(settings)
+        # Since when (monotonic) the group has given this consumer no partition; None once it has.
+        self.unassigned_since: float | None = clock()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set."""
@@ -83,6 +88,10 @@ class AlertConsumer:
         try:
             while not stop.is_set():
                 batches = await consumer.getmany(timeout_ms=500, max_records=500)
+                if consumer.assignment():
+                    self.unassigned_since = None
+                elif self.unassigned_since is None:
+                    self.unassigned_since = self.clock()
                 for tp, records in batches.items():
                     for r in records:
                         await self.handle(tp.topic, r.key, r.value)
@@ -188,15 +197,35 @@ def run_alerts(
             loop.add_signal_handler(sig, stop.set)
         sender = SlackSender(url.get_secret_value(), settings.alerts)
         consumer = AlertConsumer(settings, sender, role)
+
+        def counters() -> dict[str, int]:
+            radius = {} if consumer.radius is None else consumer.radius.counters
+            return {**consumer.counters, **consumer.policy.counters, **sender.counters, **radius}
+
+        def health() -> Health:
+            readings = probes.Readings(
+                time.monotonic(),
+                sender.failing_since,
+                len(sender.queue),
+                settings.alerts.queue_max,
+                consumer.unassigned_since,
+            )
+            return probes.assess(readings, settings.alerts.health_grace_s)
+
+        endpoint = Endpoint(
+            settings.alerts.metrics_listen,
+            probes.registry(lambda: probes.families(counters(), health(), len(sender.queue))),
+            health,
+        )
+        await endpoint.start()
         await sender.start()
         try:
             await consumer.run(stop)
         finally:
             await sender.stop()
-        counters = {**consumer.counters, **consumer.policy.counters, **sender.counters}
-        if consumer.radius is not None:
-            counters.update(consumer.radius.counters)
-        log.info("alerts stopped", extra=counters)
-        return counters
+            await endpoint.stop()
+        done = counters()
+        log.info("alerts stopped", extra=done)
+        return done
 
     return asyncio.run(main())

@@ -56,6 +56,8 @@ class SlackSender:
         self.queue = AlertQueue(settings.queue_max)
         self.bucket = TokenBucket(settings.rate_per_s, settings.burst)
         self.counters = {"queued": 0, "sent": 0, "retries": 0, "failed": 0, "dropped": 0}
+        # Since when (monotonic) no attempt has reached Slack; None while the last one did.
+        self.failing_since: float | None = None
         self._wake = asyncio.Event()
         self._busy = False
         self._session: aiohttp.ClientSession | None = None
@@ -118,7 +120,10 @@ class SlackSender:
             while (wait := self.bucket.take(self.clock())) > 0:
                 await self.sleep(wait)
             status, body, hint = await self._post(alert)
+            if not 200 <= status < 300 and self.failing_since is None:
+                self.failing_since = self.clock()
             if 200 <= status < 300:
+                self.failing_since = None
                 self.counters["sent"] += 1
                 log.info("alert sent", extra={"alert": alert.kind, "subject": alert.subject})
                 return

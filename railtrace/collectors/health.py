@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from railtrace.probes.health import Health
+
 #: The share of `spool_max_bytes` in use past which a collector is not healthy.
 SPOOL_FULL_RATIO = 0.9
 
@@ -46,17 +48,6 @@ class Readings:
     spool_oldest_age_s: float = 0.0
     spool_dropped: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    role: str
-    ok: bool
-    problems: list[str]
-    detail: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "ok": self.ok, "problems": self.problems, **self.detail}
 
 
 def assess(role: str, r: Readings, grace_s: float) -> Health:

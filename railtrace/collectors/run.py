@@ -17,9 +17,10 @@ from typing import Any
 
 from railtrace.collectors import metrics, roles
 from railtrace.collectors.delivery import Delivery
-from railtrace.collectors.endpoint import Endpoint
-from railtrace.collectors.health import Health, Readings, assess
+from railtrace.collectors.health import Readings, assess
 from railtrace.collectors.spool import Spool
+from railtrace.probes.endpoint import Endpoint
+from railtrace.probes.health import Health
 from railtrace.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,11 @@
-"""The HTTP endpoint of one collector process: `/metrics` for Prometheus, `/healthz` for probes.
+"""The HTTP endpoint of one long-running process: `/metrics` for Prometheus, `/healthz` for
+probes. Every collector and the alerter serve one.
 
-Served by aiohttp inside the collector's own event loop: a scrape reads the components'
+Served by aiohttp inside the process's own event loop: a scrape reads the components'
 counters between two of their steps, with no thread and no locking, and costs the loop what
-rendering a few hundred samples costs. `/healthz` answers 200 when the collector is healthy and
-503 when not, with a JSON body saying why (`health`). There is no `/readyz`: nothing routes
-requests to a collector, so there is nothing to be ready for.
+rendering a few hundred samples costs. `/healthz` answers 200 when the process is healthy and
+503 when not, with a JSON body saying why (`Health`). There is no `/readyz`: nothing routes
+requests to a collector or the alerter, so there is nothing to be ready for.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from railtrace.collectors.health import Health
+from railtrace.probes.health import Health
 
 log = logging.getLogger(__name__)
 
