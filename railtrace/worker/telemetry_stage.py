@@ -39,9 +39,9 @@ from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
 from railtrace.streams.telemetry import DecodeError, DecodeStats, decode_message
 from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
-from railtrace.streams.telemetry.health import Thresholds
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
+from railtrace.streams.telemetry.thresholds import Thresholds
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from railtrace.streams.attribution.cost import CostRules
 from railtrace.streams.attribution.pace import PaceRules
 from railtrace.streams.attribution.scoring import ScoringRules, TimeWindow
-from railtrace.streams.telemetry.health import Thresholds
+from railtrace.streams.telemetry.thresholds import Thresholds
 
 
 class JudgingRules(BaseModel):

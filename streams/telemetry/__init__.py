@@ -15,8 +15,9 @@ from .gnmic import (
     decode_message,
     iter_messages,
 )
-from .health import LinkHealth, Thresholds
+from .health import LinkHealth
 from .rates import CounterRates
+from .thresholds import Thresholds
 
 __all__ = [
     "CounterRates",
