@@ -49,7 +49,7 @@ def verdict(
 ) -> None:
     """Which link stalled JOB_ID: the verdict, its candidates and the evidence."""
     from railtrace.api.schemas import VerdictOut
-    from railtrace.compose.stores import open_for_reading, quoted, through_owner
+    from railtrace.compose.stores import quoted, read
     from railtrace.render import print_verdict
     from railtrace.streams.records import Verdict, valid_job_id
 
@@ -60,18 +60,14 @@ def verdict(
             "`railtrace jobs` lists them",
             2,
         )
+    path = f"/v1/jobs/{quoted(job_id)}/verdict"
     found: Verdict | None
     with reported():
-        store = open_for_reading(settings)
-        if store is None:
-            found = VerdictOut.model_validate(
-                through_owner(settings, f"/v1/jobs/{quoted(job_id)}/verdict")
-            ).to_record()
-        else:
-            try:
-                found = store.get_verdict(job_id)
-            finally:
-                store.close()
+        found = read(
+            settings,
+            lambda store: store.get_verdict(job_id),
+            lambda get: VerdictOut.model_validate(get(path)).to_record(),
+        )
     if found is None:
         _warn_unfinished(settings)
         raise fail(
@@ -91,27 +87,27 @@ def jobs(
 ) -> None:
     """List the jobs in the store with their current verdicts."""
     from railtrace.api.schemas import JobListOut, VerdictOut
-    from railtrace.compose.stores import open_for_reading, quoted, through_owner
+    from railtrace.compose.stores import Fetch, quoted, read
     from railtrace.render import verdict_table
+    from railtrace.store import Store
+    from railtrace.streams.records import Verdict
 
     settings = settings_of(ctx, data)
+    query = f"?state={state.value}&limit=1000" if state else "?limit=1000"
+
+    def in_store(store: Store) -> list[Verdict]:
+        rows = store.list_jobs(state, limit=1000, offset=0)
+        return [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
+
+    def via_api(get: Fetch) -> list[Verdict]:
+        listing = JobListOut.model_validate(get(f"/v1/jobs{query}"))
+        return [
+            VerdictOut.model_validate(get(f"/v1/jobs/{quoted(row.job_id)}/verdict")).to_record()
+            for row in listing.jobs
+        ]
+
     with reported():
-        store = open_for_reading(settings)
-        if store is None:
-            query = f"?state={state.value}&limit=1000" if state else "?limit=1000"
-            listing = JobListOut.model_validate(through_owner(settings, f"/v1/jobs{query}"))
-            found = [
-                VerdictOut.model_validate(
-                    through_owner(settings, f"/v1/jobs/{quoted(row.job_id)}/verdict")
-                ).to_record()
-                for row in listing.jobs
-            ]
-        else:
-            try:
-                rows = store.list_jobs(state, limit=1000, offset=0)
-                found = [v for r in rows if (v := store.get_verdict(r.job_id)) is not None]
-            finally:
-                store.close()
+        found = read(settings, in_store, via_api)
     if json_out:
         docs = [VerdictOut.from_record(v).model_dump(mode="json") for v in found]
         console.print_json(orjson.dumps(docs).decode())
@@ -157,23 +153,20 @@ def cabling(
     """Show the ports whose LLDP neighbour differs from cables.csv (miswired, unexpected,
     missing), as the live workers found them."""
     from railtrace.api.schemas import CablingDifferenceOut, CablingOut
-    from railtrace.compose.stores import open_for_reading, through_owner
+    from railtrace.compose.stores import read
     from railtrace.render import cabling_table
 
     settings = settings_of(ctx, data)
+    query = f"?limit=1000&device={urllib.parse.quote(device)}" if device else "?limit=1000"
     with reported():
-        store = open_for_reading(settings)
-        if store is None:
-            query = f"?limit=1000&device={urllib.parse.quote(device)}" if device else "?limit=1000"
-            found = CablingOut.model_validate(
-                through_owner(settings, f"/v1/topology/cabling{query}")
-            ).differences
-        else:
-            try:
-                rows = store.cabling_differences(device=device, limit=1000, offset=0)
-                found = [CablingDifferenceOut.from_record(r) for r in rows]
-            finally:
-                store.close()
+        found = read(
+            settings,
+            lambda store: [
+                CablingDifferenceOut.from_record(r)
+                for r in store.cabling_differences(device=device, limit=1000, offset=0)
+            ],
+            lambda get: CablingOut.model_validate(get(f"/v1/topology/cabling{query}")).differences,
+        )
     if json_out:
         console.print_json(orjson.dumps([d.model_dump(mode="json") for d in found]).decode())
     else:
@@ -190,21 +183,20 @@ def nodes(
 ) -> None:
     """List the GPU nodes that reported Xids, with their quarantine state and why."""
     from railtrace.api.schemas import NodeListOut, NodeOut
-    from railtrace.compose.stores import open_for_reading, through_owner
+    from railtrace.compose.stores import read
     from railtrace.render import node_table
 
     settings = settings_of(ctx, data)
+    query = "?limit=1000&quarantined=true" if quarantined else "?limit=1000"
     with reported():
-        store = open_for_reading(settings)
-        if store is None:
-            query = "?limit=1000&quarantined=true" if quarantined else "?limit=1000"
-            found = NodeListOut.model_validate(through_owner(settings, f"/v1/nodes{query}")).nodes
-        else:
-            try:
-                rows = store.list_nodes(quarantined=True if quarantined else None, limit=1000)
-                found = [NodeOut.from_record(r) for r in rows]
-            finally:
-                store.close()
+        found = read(
+            settings,
+            lambda store: [
+                NodeOut.from_record(r)
+                for r in store.list_nodes(quarantined=True if quarantined else None, limit=1000)
+            ],
+            lambda get: NodeListOut.model_validate(get(f"/v1/nodes{query}")).nodes,
+        )
     if json_out:
         console.print_json(orjson.dumps([n.model_dump(mode="json") for n in found]).decode())
     else:

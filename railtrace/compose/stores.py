@@ -6,7 +6,8 @@ from __future__ import annotations
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -64,6 +65,23 @@ def open_for_reading(settings: Settings) -> Store | None:
             f"{settings.store.data_dir} holds no railtrace data ({exc}); run `railtrace replay`"
         ) from exc
     return store
+
+
+T = TypeVar("T")
+#: GET a path of the owning process's API, decoded.
+Fetch = Callable[[str], Any]
+
+
+def read(settings: Settings, in_store: Callable[[Store], T], via_api: Callable[[Fetch], T]) -> T:
+    """An answer from the store, or, when another process holds the embedded store, from
+    that process's API: `in_store` asks the one, `via_api` the other."""
+    store = open_for_reading(settings)
+    if store is None:
+        return via_api(lambda path: through_owner(settings, path))
+    try:
+        return in_store(store)
+    finally:
+        store.close()
 
 
 def open_for_schema(settings: Settings) -> Store:
