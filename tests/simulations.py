@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from railtrace.replay import DiscardSink, ReplayReport, open_capture, replay
+from railtrace.replay import ReplayReport, open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 
@@ -53,36 +53,29 @@ def truth(nodes: int, fault: Fault, seed: int, nccl_debug: str = "INFO") -> dict
     return copy.deepcopy(_simulated(nodes, fault, seed, nccl_debug)[1])
 
 
-#: (nodes, fault, seed, NCCL level) -> the report of its replay, into a store or none: the
-#: sink changes what is kept, never what is decided or counted.
-_reports: dict[tuple[int, Fault, int, str], ReplayReport] = {}
-
-
 @functools.cache
-def _stored(nodes: int, fault: Fault, seed: int, nccl_debug: str) -> Path:
+def _stored(nodes: int, fault: Fault, seed: int, nccl_debug: str) -> tuple[Path, ReplayReport]:
     cap = capture(nodes, fault, seed, nccl_debug)
     data = cap.with_name("data")
     store = ChdbStore(data)
     try:
         store.migrate()
-        _reports[nodes, fault, seed, nccl_debug] = replay(open_capture(cap), store)
+        report = replay(open_capture(cap), store)
     finally:
         store.close()
-    return data
+    return data, report
 
 
 def report(nodes: int, fault: Fault, seed: int, nccl_debug: str = "INFO") -> ReplayReport:
-    """The report of the capture's embedded replay (a copy): the stored replay's when the
-    session made one, else a replay that keeps nothing."""
-    key = (nodes, fault, seed, nccl_debug)
-    if key not in _reports:
-        _reports[key] = replay(open_capture(capture(*key)), DiscardSink())
-    return copy.deepcopy(_reports[key])
+    """The report of the capture's replay into an embedded store (a copy): what the embedded
+    replay decides (the sink changes what is kept, never what is decided), and what it
+    stored. Always the stored replay, so that whichever test asks first, there is one."""
+    return copy.deepcopy(_stored(nodes, fault, seed, nccl_debug)[1])
 
 
 def stored(dest: Path, nodes: int, fault: Fault, seed: int, nccl_debug: str = "INFO") -> Path:
     """A copy, at `dest`, of the closed store the capture was replayed into: the test's own
     to open (and write). chDB's tables are relative symlinks into its data folder, copied as
     links."""
-    shutil.copytree(_stored(nodes, fault, seed, nccl_debug), dest, symlinks=True)
+    shutil.copytree(_stored(nodes, fault, seed, nccl_debug)[0], dest, symlinks=True)
     return dest
