@@ -3,23 +3,22 @@ the replayed incidents the API tests serve."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import simulations
 from fastapi.testclient import TestClient
 
 from railtrace.api import create_app
 from railtrace.api.tokens import Scope, TokenBook
-from railtrace.replay import Capture, open_capture, replay
-from railtrace.simulate import Fault, write_capture
+from railtrace.replay import Capture, open_capture
+from railtrace.simulate import Fault
 from railtrace.store import Store
 from railtrace.store.chdb_store import ChdbStore
-
-#: A shorter watchdog than PyTorch's default keeps the captures small.
-WATCHDOG_S = 120
 
 
 def token_book() -> TokenBook:
@@ -40,15 +39,15 @@ def api_client(
 def replayed(
     base: Path, nodes: int, fault: Fault, seed: int
 ) -> Iterator[tuple[ChdbStore, Capture, dict[str, Any]]]:
-    """A simulated incident replayed into a fresh embedded store under `base`: the store, the
-    capture (its fabric) and the ground truth; the store is closed afterwards."""
-    truth = write_capture(base / "cap", nodes, fault, seed, watchdog_s=WATCHDOG_S)
+    """A simulated incident replayed into an embedded store of its own under `base` (the
+    session's one replay of it, copied: tests.simulations), with its capture copied to
+    `base`/cap: the store, the capture (its fabric) and the ground truth; the store is closed
+    afterwards."""
+    shutil.copytree(simulations.capture(nodes, fault, seed), base / "cap")
     capture = open_capture(base / "cap")
-    store = ChdbStore(base / "data")
+    store = ChdbStore(simulations.stored(base / "data", nodes, fault, seed))
     try:
-        store.migrate()
-        replay(capture, store)
-        yield store, capture, truth
+        yield store, capture, simulations.truth(nodes, fault, seed)
     finally:
         store.close()
 

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
+import simulations
 
 from railtrace.replay import CaptureError, DiscardSink, open_capture, replay
 from railtrace.simulate import Fault, write_capture
@@ -62,11 +63,12 @@ def _check_against_truth(verdicts: list[Verdict], truth: dict) -> None:
 @pytest.mark.parametrize("seed", [11, 12])
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_replay_names_the_simulated_culprit(tmp_path: Path, fault: Fault, seed: int) -> None:
-    truth = write_capture(tmp_path / "cap", 64, fault, seed, watchdog_s=WATCHDOG_S)
-    store = ChdbStore(tmp_path / "data")
+    """The session's one replay of each incident into a store (tests.simulations; the API,
+    incident page and streaming tests read the same): its report and what it stored."""
+    truth = simulations.truth(64, fault, seed)
+    store = ChdbStore(simulations.stored(tmp_path / "data", 64, fault, seed))
     try:
-        store.migrate()
-        report = replay(open_capture(tmp_path / "cap"), store)
+        report = simulations.report(64, fault, seed)
         _check_against_truth(report.verdicts, truth)
         for v in report.verdicts:
             assert store.get_verdict(v.job_id) == v
@@ -90,8 +92,8 @@ def test_replaying_the_same_capture_twice_gives_identical_verdicts(tmp_path: Pat
 
 
 def test_damaged_inputs_are_dead_lettered_and_the_verdict_survives(tmp_path: Path) -> None:
-    cap = tmp_path / "cap"
-    truth = write_capture(cap, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
+    cap = shutil.copytree(simulations.capture(64, Fault.LINK_DOWN, 21), tmp_path / "cap")
+    truth = simulations.truth(64, Fault.LINK_DOWN, 21)
     with (cap / "cables.csv").open("a") as fh:
         fh.write('garbled,"row\nnode-x,dcim.interface,mlx5_0\n')
     gnmi = sorted((cap / "gnmi").glob("*.json"))[0]
@@ -113,15 +115,13 @@ def test_damaged_inputs_are_dead_lettered_and_the_verdict_survives(tmp_path: Pat
 def test_log_files_of_one_name_in_nested_host_folders_are_each_read(tmp_path: Path) -> None:
     """`logs/<job>/host-a/rank.log` and `host-b/rank.log` are two files, not one source: the
     parser keeps one position per source and drops what it has seen."""
-    flat, nested = tmp_path / "flat", tmp_path / "nested"
-    write_capture(flat, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
-    shutil.copytree(flat, nested)
+    nested = shutil.copytree(simulations.capture(64, Fault.LINK_DOWN, 21), tmp_path / "nested")
     moved = 0
     for log in sorted((nested / "logs").glob("*/*.log")):
         (log.parent / log.stem).mkdir()
         log.rename(log.parent / log.stem / "rank.log")
         moved += 1
-    want = replay(open_capture(flat), DiscardSink())
+    want = simulations.report(64, Fault.LINK_DOWN, 21)  # the same files, unmoved
     store = ChdbStore(tmp_path / "data")
     try:
         store.migrate()
@@ -148,8 +148,8 @@ def test_a_switch_whose_counters_run_backwards_is_no_evidence(
 ) -> None:
     """Every reading of every counter of one spine lower than the last: each is a counter
     reset, and none may move a verdict, however many there are."""
-    clean, broken = tmp_path / "clean", tmp_path / "broken"
-    truth = write_capture(clean, 64, fault, seed, watchdog_s=WATCHDOG_S)
+    clean, broken = simulations.capture(64, fault, seed), tmp_path / "broken"
+    truth = simulations.truth(64, fault, seed)
     shutil.copytree(clean, broken)
     culprits = {j["link"]["id"] for j in truth["jobs"].values() if j.get("link")}
     spine = next(
@@ -162,7 +162,7 @@ def test_a_switch_whose_counters_run_backwards_is_no_evidence(
         _COUNTER.sub(lambda m: m.group(1) + str(2**62 - int(m.group(2))).encode() + b'"', text)
     )
     falls = _falling_readings(text)
-    want = replay(open_capture(clean), DiscardSink())
+    want = simulations.report(64, fault, seed)
     got = replay(open_capture(broken), DiscardSink())
     assert [(v.job_id, v.state, v.cause_kind, v.cause_link) for v in got.verdicts] == [
         (v.job_id, v.state, v.cause_kind, v.cause_link) for v in want.verdicts
@@ -189,8 +189,8 @@ def _falling_readings(gnmi: bytes) -> int:
 
 
 def test_every_dead_letter_of_a_replay_is_stored_and_counted(tmp_path: Path) -> None:
-    cap = tmp_path / "cap"
-    truth = write_capture(cap, 64, Fault.LINK_DOWN, 21, watchdog_s=WATCHDOG_S)
+    cap = shutil.copytree(simulations.capture(64, Fault.LINK_DOWN, 21), tmp_path / "cap")
+    truth = simulations.truth(64, Fault.LINK_DOWN, 21)
     (cap / "gnmi" / "junk.json").write_text("not gnmi at all\n" * 2500)
     job = next(iter(truth["jobs"]))
     with (sorted((cap / "logs" / job).iterdir())[0]).open("a") as fh:
@@ -273,12 +273,13 @@ def test_a_seed_gives_the_same_capture_in_every_process(tmp_path: Path) -> None:
 @pytest.mark.parametrize("level", ["WARN", "unset"])
 @pytest.mark.parametrize("fault", [Fault.LINK_DOWN, Fault.CRC_BURST, Fault.APP_HANG], ids=str)
 def test_without_nccl_info_lines_the_scheduler_placement_names_the_same_culprit(
-    tmp_path: Path, fault: Fault, level: str
+    fault: Fault, level: str
 ) -> None:
-    truth = write_capture(tmp_path / "cap", 64, fault, 11, watchdog_s=WATCHDOG_S, nccl_debug=level)
-    logs = "".join(p.read_text() for p in (tmp_path / "cap" / "logs").rglob("*") if p.is_file())
+    truth = simulations.truth(64, fault, 11, nccl_debug=level)
+    cap = simulations.capture(64, fault, 11, nccl_debug=level)
+    logs = "".join(p.read_text() for p in (cap / "logs").rglob("*") if p.is_file())
     assert " NCCL INFO " not in logs  # nothing of the channels or NICs is printed
-    report = replay(open_capture(tmp_path / "cap"), DiscardSink())
+    report = simulations.report(64, fault, 11, nccl_debug=level)
     assert report.placements == len(truth["jobs"])
     _check_against_truth(report.verdicts, truth)
 

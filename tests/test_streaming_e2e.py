@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+import simulations
 from kafka_support import (
     BOOTSTRAP,
     RAILTRACE,
@@ -25,17 +26,24 @@ from kafka_support import (
 )
 
 from railtrace.api.schemas import VerdictOut
-from railtrace.replay import DiscardSink, open_capture, replay
+from railtrace.replay import DiscardSink, ReplayReport, open_capture, replay
 from railtrace.settings import Settings
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 
-WATCHDOG_S = 120
+WATCHDOG_S = simulations.WATCHDOG_S
+#: The seed of the 64-node incidents compared, the one test_replay_e2e checks against the
+#: truth too, so that each is simulated and replayed once per session.
+SEED = 11
 
 
 def _embedded(cap: Path, profile: AttributionProfile = DEFAULT_PROFILE) -> dict[str, Any]:
-    report = replay(open_capture(cap), DiscardSink(), profile=profile)
+    return _as_served(replay(open_capture(cap), DiscardSink(), profile=profile))
+
+
+def _as_served(report: ReplayReport) -> dict[str, Any]:
+    """Job id -> verdict as the API serves it, from a replay's report."""
     return {v.job_id: VerdictOut.from_record(v).model_dump(mode="json") for v in report.verdicts}
 
 
@@ -49,10 +57,11 @@ def _railtrace(env: dict[str, str], *args: str) -> None:
 
 @pytest.mark.parametrize("fault", list(Fault), ids=str)
 def test_streamed_verdicts_equal_the_embedded_ones(tmp_path: Path, fault: Fault) -> None:
+    """On the incidents test_replay_e2e replays (tests.simulations: one capture and one
+    embedded replay of each per session)."""
     require_broker()
-    cap = tmp_path / "cap"
-    write_capture(cap, 64, fault, 31, watchdog_s=WATCHDOG_S)
-    expected = _embedded(cap)
+    cap = simulations.capture(64, fault, SEED)
+    expected = _as_served(simulations.report(64, fault, SEED))
     with stack(tmp_path, cap) as s:
         published = s.run("replay", str(cap), "--kafka")
         assert published.returncode == 0, published.stderr
@@ -69,10 +78,9 @@ def test_jobs_placed_by_the_scheduler_alone_stream_the_embedded_verdicts(
     from the capture's scheduler/ records, which reach the workers on their own topic and
     must place each job as the embedded replay places it."""
     require_broker()
-    cap = tmp_path / "cap"
-    write_capture(cap, 64, fault, 31, watchdog_s=WATCHDOG_S, nccl_debug=nccl_debug)
+    cap = simulations.capture(64, fault, SEED, nccl_debug)
     assert any((cap / "scheduler").iterdir())
-    expected = _embedded(cap)
+    expected = _as_served(simulations.report(64, fault, SEED, nccl_debug))
     assert all(v["hosts"] > 0 for v in expected.values()), expected
     with stack(tmp_path, cap) as s:
         published = s.run("replay", str(cap), "--kafka")

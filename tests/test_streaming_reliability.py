@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import gates
+import simulations
 from kafka_support import (
     Stack,
     broker_is_ours,
@@ -23,17 +24,11 @@ from kafka_support import (
     wait_for_verdicts,
     wait_members,
 )
-from test_streaming_e2e import WATCHDOG_S, _embedded
+from test_streaming_e2e import SEED, _as_served
 
-from railtrace.replay import DiscardSink, open_capture, replay
-from railtrace.simulate import Fault, write_capture
+from railtrace.replay import open_capture
+from railtrace.simulate import Fault
 from railtrace.store.chdb_store import ChdbStore
-
-
-def _capture(tmp: Path, fault: Fault, seed: int) -> Path:
-    cap = tmp / "cap"
-    write_capture(cap, 64, fault, seed, watchdog_s=WATCHDOG_S)
-    return cap
 
 
 def _publish(s: Stack, cap: Path) -> None:
@@ -41,13 +36,14 @@ def _publish(s: Stack, cap: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _split(cap: Path) -> tuple[Path, Path]:
-    """The capture as two captures to publish one after the other, so that a test can act
-    between them and be sure the workers have more to read: the first holds half the
-    switches' gNMI files and every job's log files but its last, the second the rest. Each
-    file is whole in one part (a switch's and a file's messages keep their order), and both
-    keep the capture's relative paths, so log sources are named as the embedded replay names
-    them, and both have gNMI files, which date the logs' year-less prefixes alike."""
+def _split(cap: Path, out: Path) -> tuple[Path, Path]:
+    """The capture as two captures under `out` to publish one after the other, so that a
+    test can act between them and be sure the workers have more to read: the first holds half
+    the switches' gNMI files and every job's log files but its last, the second the rest.
+    Each file is whole in one part (a switch's and a file's messages keep their order), and
+    both keep the capture's relative paths, so log sources are named as the embedded replay
+    names them, and both have gNMI files, which date the logs' year-less prefixes alike. The
+    capture itself is shared (tests.simulations) and left as it is."""
     whole = open_capture(cap)
     gnmi = sorted(whole.gnmi_files)
     half = len(gnmi) // 2
@@ -56,7 +52,7 @@ def _split(cap: Path) -> tuple[Path, Path]:
         gnmi[:half] + [f for files in logs for f in files[:-1]],
         gnmi[half:] + [files[-1] for files in logs],
     )
-    dirs = (cap.with_name(cap.name + "-first"), cap.with_name(cap.name + "-rest"))
+    dirs = (out / "first", out / "rest")
     for part, files in zip(dirs, parts, strict=True):
         part.mkdir()
         for name in ("cables.csv", "hosts.csv"):
@@ -104,9 +100,9 @@ def _stored_counts(s: Stack) -> dict[str, int]:
 
 def test_two_workers_share_the_partitions_and_give_the_same_verdicts(tmp_path: Path) -> None:
     require_broker()
-    cap = _capture(tmp_path, Fault.FLAP, 41)
-    expected = _embedded(cap)
-    first, rest = _split(cap)
+    cap = simulations.capture(64, Fault.FLAP, SEED)
+    expected = _as_served(simulations.report(64, Fault.FLAP, SEED))
+    first, rest = _split(cap, tmp_path)
     with stack(tmp_path, cap) as s:
         # The first worker reads the first part alone and holds its state; the second joins,
         # and partitions (with their checkpoints and tables) move before the rest is read.
@@ -135,10 +131,10 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
     tmp_path: Path,
 ) -> None:
     require_broker()
-    cap = _capture(tmp_path, Fault.CRC_BURST, 42)
-    expected = _embedded(cap)
-    report = replay(open_capture(cap), DiscardSink())
-    first, rest = _split(cap)
+    cap = simulations.capture(64, Fault.CRC_BURST, SEED)
+    report = simulations.report(64, Fault.CRC_BURST, SEED)
+    expected = _as_served(report)
+    first, rest = _split(cap, tmp_path)
     # Checkpoints every second, so the worker is caught with some telemetry committed (and
     # likely more read since).
     with stack(tmp_path, cap, RAILTRACE_WORKER__CHECKPOINT_EVERY_S="1") as s:
@@ -170,9 +166,9 @@ def test_the_pipeline_recovers_by_itself_when_the_broker_restarts(tmp_path: Path
     require_broker()
     if not broker_is_ours():
         gates.deliberately("RAILTRACE_TEST_KAFKA names a broker that is not ours to restart")
-    cap = _capture(tmp_path, Fault.LINK_DOWN, 43)
-    expected = _embedded(cap)
-    first, rest = _split(cap)
+    cap = simulations.capture(64, Fault.LINK_DOWN, SEED)
+    expected = _as_served(simulations.report(64, Fault.LINK_DOWN, SEED))
+    first, rest = _split(cap, tmp_path)
     with stack(tmp_path, cap) as s:
         # Restart while the pipeline is mid-stream: the telemetry stage has checkpointed, and
         # the rest of the capture is held back until the broker is back, so the workers' and
