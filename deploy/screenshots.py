@@ -1,5 +1,6 @@
 """Screenshots of the incident page for docs/: one simulated incident per case, replayed into
-its own store, served by `railtrace serve`, shot in headless Chromium 1600 px wide, from the top down to the fabric's legend.
+its own store, served by `railtrace serve`, shot in headless Chromium 1600 px wide from the top
+of the page down to the fabric's legend.
 
     .venv/bin/python deploy/screenshots.py            # all cases into docs/
     .venv/bin/python deploy/screenshots.py --case tie --workdir /tmp/shots --keep
