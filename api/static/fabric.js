@@ -91,8 +91,10 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   const folded = hosts.length - shownHosts.length;
 
   const longest = (names) => Math.max(4, ...names.map((n) => n.length)) * CHAR_PX;
-  // Room for the longest host name with a candidate's rank before it.
-  const gutter = 16 + longest(hosts.map((h) => `#8 ${h}`).concat(["no rail"]));
+  // Room for the longest host name with a candidate's rank before it, and for the line that
+  // counts the folded hosts (longer than short host names: cut at the left edge otherwise).
+  const foldText = `+ ${folded} hosts folded`;
+  const gutter = 16 + longest(hosts.map((h) => `#8 ${h}`).concat(["no rail", folded ? foldText : ""]));
   const pos = new Map();
   let x = gutter;
   const railSpans = [];
@@ -183,7 +185,7 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   }
   if (folded) {
     parts.push(svg("text", { class: "fold-label", x: gutter - 8, y: firstRowY + shownHosts.length * ROW_PX + 4,
-      "text-anchor": "end", text: `+ ${folded} hosts folded` }));
+      "text-anchor": "end", text: foldText }));
   }
   const drawing = svg("svg", {
     viewBox: `0 0 ${width} ${height}`, width, height, class: "fabric", role: "img",
