@@ -208,3 +208,38 @@ def test_the_culprit_cable_leads_to_its_link_page(
         page.wait_for_url("**/links/**")
         loaded(page)
         assert culprit in page.locator("#link-summary h1").inner_text()
+
+
+#: A fabric the simulator does not make: one leaf under 32 spines, its first four uplinks the
+#: candidates, so their lines leave one switch for four neighbouring ones. Drawn by the page's
+#: own drawing code (fabric.js) beside the real drawing, then measured.
+CROWDED = """() => {
+  const spines = [...Array(32).keys()].map((i) => ({
+    name: `spine-${String(i + 1).padStart(2, "0")}`, role: "spine", tier: 2, rail: null }));
+  const leaves = [0, 1].map((r) => ({ name: `leaf-r${r}`, role: "leaf", tier: 1, rail: r }));
+  const links = spines.map((s, i) => ({ id: `leaf-r0:swp${i}--${s.name}:Ethernet0`,
+    a: { device: "leaf-r0", interface: `swp${i}` }, b: { device: s.name, interface: "Ethernet0" },
+    rail: null, weight: 0.5, events: [] }));
+  const candidates = links.slice(0, 4).map((l, i) => ({ rank: i + 1, score: 0.9 - i / 10,
+    kind: "link", link: { id: l.id }, node: null, evidence: [] }));
+  const verdict = { job_id: "crowded", stalled_at: null, evidence: [], candidates,
+    cause: { kind: "link", link: { id: links[0].id }, node: null, confidence: 0.9, tied: [] } };
+  const box = document.createElement("div");
+  box.id = "crowded";
+  box.append(...fabricDrawing({ devices: [...spines, ...leaves], links }, verdict, null,
+    false, () => {}));
+  document.getElementById("fabric").append(box);
+}"""
+
+
+def test_candidates_leaving_one_switch_keep_their_rank_dots_and_names_apart(
+    pages: dict[int, Any],
+) -> None:
+    page = pages[1600]
+    page.evaluate(CROWDED)
+    try:
+        assert page.locator("#crowded circle.rank-dot").count() == 4
+        assert overlapping_labels(page, "#crowded circle.rank-dot") == []
+        assert overlapping_labels(page, "#crowded text.device-label") == []
+    finally:
+        page.evaluate("document.getElementById('crowded').remove()")
