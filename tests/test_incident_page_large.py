@@ -35,6 +35,10 @@ from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 
+#: Simulating and replaying 288 nodes takes about seven CPU-minutes, past the suite's
+#: default ten-minute limit on a loaded machine.
+pytestmark = pytest.mark.timeout(1800)
+
 NODES = 288
 WIDTHS = [1600, 800]
 #: A 30 s watchdog and 30 s samples still give the storm's verdict (the culprit host cable,
