@@ -1,5 +1,6 @@
 """Screenshots of the incident page for docs/: one simulated incident per case, replayed into
-its own store, served by `railtrace serve`, shot in headless Chromium at 1600x1000.
+its own store, served by `railtrace serve`, shot in headless Chromium 1600 px wide from the top
+of the page down to the fabric's legend.
 
     .venv/bin/python deploy/screenshots.py            # all cases into docs/
     .venv/bin/python deploy/screenshots.py --case tie --workdir /tmp/shots --keep
@@ -41,6 +42,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update"]  # fmt: skip
 WIDTH, HEIGHT = 1600, 1000
+#: The tallest a picture gets: a drawing taller than this is cut at its bottom.
+MAX_HEIGHT = 2400
 TIE_JOB = "4242"
 
 
@@ -151,7 +154,14 @@ def shoot(url: str, token: str, job: str, out: Path) -> None:
             page.wait_for_selector("#app[data-ready]", state="attached")
             if page.locator("#app").get_attribute("data-ready") != "true":
                 raise SystemExit(page.locator("#app").inner_text())
-            page.screenshot(path=str(out))
+            # Down to the fabric and its legend, whatever their height: a fixed window cut the
+            # drawing off above the culprit once the next-steps card pushed it down.
+            bottom = page.evaluate("document.querySelector('.grid').getBoundingClientRect().bottom")
+            page.screenshot(
+                path=str(out),
+                full_page=True,
+                clip={"x": 0, "y": 0, "width": WIDTH, "height": min(bottom + 16, MAX_HEIGHT)},
+            )
         finally:
             browser.close()
 

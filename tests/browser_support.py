@@ -153,11 +153,13 @@ def smallest_text_px(page: Any, selector: str) -> float:
 
 
 def overlapping_labels(page: Any, selector: str) -> list[str]:
-    """Pairs of texts under `selector` drawn over each other (unreadable), as 'a / b'."""
+    """Pairs of texts (or marks) under `selector` drawn over each other (unreadable), as
+    'a / b'; a mark without text is named by the link it belongs to."""
     found: list[str] = page.evaluate(
         """(sel) => {
               const boxes = [...document.querySelectorAll(sel)]
-                .map(t => [t.textContent, t.getBoundingClientRect()])
+                .map(t => [t.textContent || t.closest('[data-link]')?.dataset.link,
+                           t.getBoundingClientRect()])
                 .filter(([, r]) => r.width > 0);
               const out = [];
               boxes.forEach(([a, r], i) => boxes.slice(i + 1).forEach(([b, q]) => {

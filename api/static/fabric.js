@@ -15,12 +15,15 @@ const HOST_ROWS_SHOWN = 24;
 const FONT_PX = 11;
 const CHAR_PX = 6.8;
 const COL_PX = 22;
+// The least room between two switches of a tier: their names stand vertical, one line each.
+const SWITCH_PITCH_PX = FONT_PX + 5;
 const MIN_SCALE = 0.75;
 const RAIL_GAP_PX = 12;
 const ROW_PX = 18;
 const TIER_GAP_PX = 110;
-// One colour per candidate rank; red is kept for a sure culprit, amber for a tie or doubt.
-const CANDIDATE_COLORS = ["#2f5fd0", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+// One colour per candidate rank; red is kept for a sure culprit, amber for a tie or doubt,
+// purple for the PFC spread (a purple candidate vanished in it), grey for plain links.
+const CANDIDATE_COLORS = ["#2f5fd0", "#17becf", "#8c564b", "#e377c2", "#1b7f5b", "#bcbd22", "#0b3d91"];
 const RED = "#d62728";
 const AMBER = "#e08a00";
 const PFC_COLOR = "#6a3d9a";
@@ -88,8 +91,10 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   const folded = hosts.length - shownHosts.length;
 
   const longest = (names) => Math.max(4, ...names.map((n) => n.length)) * CHAR_PX;
-  // Room for the longest host name with a candidate's rank before it.
-  const gutter = 16 + longest(hosts.map((h) => `#8 ${h}`).concat(["no rail"]));
+  // Room for the longest host name with a candidate's rank before it, and for the line that
+  // counts the folded hosts (longer than short host names: cut at the left edge otherwise).
+  const foldText = `+ ${folded} hosts folded`;
+  const gutter = 16 + longest(hosts.map((h) => `#8 ${h}`).concat(["no rail", folded ? foldText : ""]));
   const pos = new Map();
   let x = gutter;
   const railSpans = [];
@@ -103,15 +108,23 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
     railSpans.push({ rail: rails[i], start, end: x });
     x += RAIL_GAP_PX;
   });
-  const width = Math.max(x + 16, gutter + 240);
-  // Upper tiers, the highest first, each spread over the leaves' width with its label band.
+  // Upper tiers, the highest first, each spread over the leaves' width with its label band;
+  // a tier with more switches than fit there (a big pod's spines) widens the drawing, with
+  // the rails centred under it, rather than draw its names over each other.
   const tiers = [...new Set(upper.map((d) => d.tier ?? 2))].sort((a, b) => b - a);
+  const tierNames = tiers.map((t) => upper.filter((d) => (d.tier ?? 2) === t).map((d) => d.name).sort());
+  const leafSpan = Math.max(COL_PX, x - RAIL_GAP_PX - gutter);
+  const span = Math.max(leafSpan, ...tierNames.map((names) => names.length * SWITCH_PITCH_PX));
+  const shift = (span - leafSpan) / 2;
+  for (const p of pos.values()) p.x += shift;
+  for (const s of railSpans) { s.start += shift; s.end += shift; }
+  x += shift * 2;
+  const width = Math.max(x + 16, gutter + 240);
   let y = 8;
-  const tierRows = tiers.map((t) => {
-    const names = upper.filter((d) => (d.tier ?? 2) === t).map((d) => d.name).sort();
+  const tierRows = tiers.map((t, i) => {
+    const names = tierNames[i];
     const band = longest(names) + 6;
     const row = { tier: t, names, labelTop: y, y: y + band + 8 };
-    const span = Math.max(COL_PX, x - RAIL_GAP_PX - gutter);
     names.forEach((n, j) => pos.set(n, { x: gutter + (span * (j + 0.5)) / names.length, y: row.y }));
     y = row.y + TIER_GAP_PX;
     return row;
@@ -140,6 +153,7 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   }
   const seen = new Map();
   const order = (l) => (m.marks.has(l.id) ? 2 : m.pfc.has(l.id) ? 1 : 0);
+  const drawn = [];
   for (const l of lines.slice().sort((p, q) => order(p) - order(q))) {
     const a = pos.get(l.a.device), b = pos.get(l.b.device);
     if (!a || !b) continue;
@@ -148,8 +162,10 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
     seen.set(key, k + 1);
     const fan = (k - (pairs.get(key) - 1) / 2) * 3; // parallel cables side by side
     const [lo, hi] = a.y > b.y ? [a, b] : [b, a];
-    parts.push(linkLine(l, lo.x, lo.y, hi.x + fan, hi.y, m));
+    drawn.push({ l, x1: lo.x, y1: lo.y, x2: hi.x + fan, y2: hi.y });
   }
+  const dots = rankDots(drawn.filter((d) => m.marks.has(d.l.id)), m);
+  for (const d of drawn) parts.push(linkLine(d, dots.get(d.l.id), m));
   // Devices: switches as dots with their full name, hosts as row labels.
   for (const row of tierRows) for (const n of row.names) parts.push(switchNode(n, pos.get(n), row.labelTop, m, roles));
   for (const names of byRail) for (const n of names) parts.push(switchNode(n, pos.get(n), leafLabelTop, m, roles, true));
@@ -169,7 +185,7 @@ function fabricDrawing(topology, verdict, timeline, unfold, redraw) {
   }
   if (folded) {
     parts.push(svg("text", { class: "fold-label", x: gutter - 8, y: firstRowY + shownHosts.length * ROW_PX + 4,
-      "text-anchor": "end", text: `+ ${folded} hosts folded` }));
+      "text-anchor": "end", text: foldText }));
   }
   const drawing = svg("svg", {
     viewBox: `0 0 ${width} ${height}`, width, height, class: "fabric", role: "img",
@@ -192,7 +208,31 @@ function railName(rail) {
   return rail === null ? "no rail" : `rail ${rail}`;
 }
 
-function linkLine(l, x1, y1, x2, y2, m) {
+// Where along a candidate's line its rank dot may sit, most wanted first: candidates often
+// share a switch, so their lines meet at one end and dots at one fixed place would cover
+// each other.
+const DOT_AT = [0.35, 0.55, 0.2, 0.7, 0.45, 0.85, 0.1];
+const DOT_R = 8;
+
+/** Link id -> its rank dot's centre, the best ranked placed first, each where it keeps
+ * clear of the dots already placed (or, crowded, where it comes closest to that). */
+function rankDots(marked, m) {
+  const placed = new Map();
+  const rank = (d) => m.marks.get(d.l.id).rank;
+  for (const d of marked.slice().sort((p, q) => rank(p) - rank(q))) {
+    let best = null;
+    for (const t of DOT_AT) {
+      const c = { x: d.x1 + (d.x2 - d.x1) * t, y: d.y1 + (d.y2 - d.y1) * t };
+      const gap = Math.min(Infinity, ...[...placed.values()].map((o) => Math.hypot(o.x - c.x, o.y - c.y)));
+      if (!best || gap > best.gap) best = { ...c, gap };
+      if (gap >= 2 * DOT_R + 3) break;
+    }
+    placed.set(d.l.id, best);
+  }
+  return placed;
+}
+
+function linkLine({ l, x1, y1, x2, y2 }, dot, m) {
   const mark = m.marks.get(l.id);
   const pfc = m.pfc.has(l.id);
   const kind = mark ? mark.kind : pfc ? "pfc" : "";
@@ -203,11 +243,12 @@ function linkLine(l, x1, y1, x2, y2, m) {
     svg("title", { text: title }),
     // A wide transparent stroke under the visible one, so a hairline is easy to click.
     svg("line", { class: "hit", x1, y1, x2, y2 }),
+    // A white casing under a candidate, so it stays distinct where it crosses many others.
+    mark ? svg("line", { class: "casing", x1, y1, x2, y2 }) : null,
     paint(svg("line", { class: `link ${kind}`, x1, y1, x2, y2, "data-link": l.id }), "stroke", mark));
   if (mark) {
-    const mx = x1 + (x2 - x1) * 0.35, my = y1 + (y2 - y1) * 0.35;
-    g.append(svg("circle", { class: "rank-dot", cx: mx, cy: my, r: 8, fill: mark.color }),
-      svg("text", { class: "rank-text", x: mx, y: my + 4, "text-anchor": "middle", text: mark.rank }));
+    g.append(svg("circle", { class: "rank-dot", cx: dot.x, cy: dot.y, r: DOT_R, fill: mark.color }),
+      svg("text", { class: "rank-text", x: dot.x, y: dot.y + 4, "text-anchor": "middle", text: mark.rank }));
   }
   return g;
 }

@@ -217,6 +217,12 @@ async function showJob(app, jobId) {
     el("section", { class: "card", id: "timeline" },
       el("h2", { text: `Evidence timeline (${timeline.total} events)` }),
       timelineTable(timeline, verdict)));
+  // A drawing wider than its column of the grid (a big job's leaves) takes the grid's whole
+  // width, the candidates going below it, rather than shrink its text.
+  const drawing = app.querySelector("#fabric svg.fabric");
+  if (drawing && drawing.width.baseVal.value > drawing.parentElement.clientWidth) {
+    app.querySelector(".grid").classList.add("wide-fabric");
+  }
   drawCharts();
 }
 
