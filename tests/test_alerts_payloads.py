@@ -478,14 +478,17 @@ def test_a_node_verdict_alert_spells_out_the_drain_to_copy_even_without_the_fabr
     assert "```sbatch --exclude=gpu-node-12 ...```" in steps
 
 
+#: A leaf-spine uplink of the 64-node reference fabric, its spine end first.
+UPLINK = LinkRef(
+    "leaf-su01-r0:swp33--spine-01:Ethernet0",
+    Endpoint("spine-01", "Ethernet0"),
+    Endpoint("leaf-su01-r0", "swp33"),
+)
+
+
 def test_an_uplink_alert_shuts_its_leaf_port_only_when_the_policy_knows_the_fabric() -> None:
     fabric = build_fabric(rail_optimized(64).plan)
-    uplink = LinkRef(
-        "leaf-su01-r0:swp33--spine-01:Ethernet0",
-        Endpoint("spine-01", "Ethernet0"),
-        Endpoint("leaf-su01-r0", "swp33"),
-    )
-    v = dataclasses.replace(stalled(), cause_link=uplink)
+    v = dataclasses.replace(stalled(), cause_link=UPLINK)
     blind = AlertPolicy(AlertSettings(incident_base_url=BASE)).on_verdict(v, now=0)
     assert blind is not None and _next_steps(blind.payload) is None
     seeing = AlertPolicy(AlertSettings(incident_base_url=BASE), role=fabric.role)
@@ -540,12 +543,7 @@ def test_an_unknown_blast_radius_says_why_and_no_radius_says_nothing() -> None:
 
 def test_the_check_jobs_step_names_the_jobs_the_radius_found() -> None:
     fabric = build_fabric(rail_optimized(64).plan)
-    uplink = LinkRef(
-        "leaf-su01-r0:swp33--spine-01:Ethernet0",
-        Endpoint("spine-01", "Ethernet0"),
-        Endpoint("leaf-su01-r0", "swp33"),
-    )
-    v = dataclasses.replace(stalled(), cause_link=uplink)
+    v = dataclasses.replace(stalled(), cause_link=UPLINK)
     policy = AlertPolicy(AlertSettings(incident_base_url=BASE), role=fabric.role)
     steps = _next_steps(policy.verdict_alert(v, _crossing(2)).payload)
     assert steps is not None
