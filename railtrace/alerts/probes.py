@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from railtrace.probes.health import Health
+from railtrace.probes.scrape import ScrapeTime
 
 PREFIX = "railtrace_alert_"
 
@@ -95,18 +96,8 @@ def families(counters: Mapping[str, int], health: Health, queued: int) -> Iterat
     yield healthy
 
 
-class _Read:
-    """A prometheus_client collector that builds its families at scrape time."""
-
-    def __init__(self, read: Callable[[], Iterable[Metric]]) -> None:
-        self._read = read
-
-    def collect(self) -> Iterable[Metric]:
-        return self._read()
-
-
 def registry(read: Callable[[], Iterable[Metric]]) -> CollectorRegistry:
     """A registry of the alerter's own (not prometheus_client's global one) serving `read`."""
     out = CollectorRegistry(auto_describe=False)
-    out.register(_Read(read))
+    out.register(ScrapeTime(read))
     return out

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from railtrace.probes.scrape import ScrapeTime
+
 if TYPE_CHECKING:
     from railtrace.collectors.delivery import Delivery
     from railtrace.collectors.gnmi import GnmiCollector
@@ -127,16 +129,6 @@ UFM_COUNTERS = (
 Stats = tuple[list[str], Any]  # (label values, the object whose attributes are read)
 
 
-class _Read:
-    """A prometheus_client collector that builds its families on each scrape."""
-
-    def __init__(self, families: Callable[[], Iterable[Metric]]) -> None:
-        self._families = families
-
-    def collect(self) -> Iterable[Metric]:
-        return list(self._families())
-
-
 class CollectorMetrics:
     """The metrics of one collector process (role `role`) and the registry they live in."""
 
@@ -147,7 +139,7 @@ class CollectorMetrics:
 
     def read(self, families: Callable[[], Iterable[Metric]]) -> None:
         """Register `families`, called on every scrape."""
-        self.registry.register(_Read(families))
+        self.registry.register(ScrapeTime(families))
 
     def snmp_poll_observer(self) -> PollObserver:
         """A poll-duration histogram for the SNMP poller, and the callback that feeds it."""
