@@ -86,11 +86,11 @@ def free_port() -> int:
         return port
 
 
-def get_json(url: str, token: str | None = None) -> Any:
+def get_json(url: str, token: str | None = None, timeout: float = 10) -> Any:
     request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=10) as resp:
+    with urllib.request.urlopen(request, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 

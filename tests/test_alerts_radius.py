@@ -9,7 +9,6 @@ import dataclasses
 import json
 import logging
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from api_support import replayed
 from browser_support import Served, serving
+from cli_support import get_json
 from kafka_support import free_port
 
 from railtrace.alerts.consumer import AlertConsumer
@@ -99,12 +99,8 @@ def _api_jobs(incident: Incident) -> list[dict[str, Any]]:
     until = (v.decided_at_ns or 0) // 10**9 + 1
     query = urllib.parse.urlencode({"until": str(until), "since": str(until - 600)})
     link = urllib.parse.quote(v.cause_link.link_id, safe=":")
-    request = urllib.request.Request(
-        f"{incident.served.url}/v1/links/{link}?{query}",
-        headers={"Authorization": f"Bearer {incident.served.token}"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        jobs: list[dict[str, Any]] = json.load(response)["jobs"]
+    url = f"{incident.served.url}/v1/links/{link}?{query}"
+    jobs: list[dict[str, Any]] = get_json(url, incident.served.token, timeout=30)["jobs"]
     return jobs
 
 

@@ -10,8 +10,6 @@ nodes is most of the module's time (about six CPU-minutes)."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from browser_support import (
     serving,
     smallest_text_px,
 )
+from cli_support import get_json
 
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
@@ -49,11 +48,7 @@ SAMPLE_S = 30
 
 
 def _get(served: Served, path: str) -> Any:
-    request = urllib.request.Request(
-        served.url + path, headers={"Authorization": f"Bearer {served.token}"}
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.load(response)
+    return get_json(served.url + path, served.token, timeout=60)
 
 
 @pytest.fixture(scope="module")
