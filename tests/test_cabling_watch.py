@@ -21,7 +21,7 @@ from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
-from railtrace.worker.telemetry_stage import BatchOutput, DeviceStates
+from railtrace.worker.device_states import BatchOutput, DeviceStates
 
 S = 10**9
 T0 = 1_780_000_000 * S

@@ -24,7 +24,8 @@ from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
 from railtrace.worker import telemetry_stage
-from railtrace.worker.telemetry_stage import BatchOutput, DeviceStates, TelemetryStage
+from railtrace.worker.device_states import BatchOutput, DeviceStates, decode_counts
+from railtrace.worker.telemetry_stage import TelemetryStage
 
 T0 = 1_780_000_000 * 10**9
 PARTITIONS = 4
@@ -187,7 +188,7 @@ def test_messages_stamped_in_milliseconds_fold_at_their_time_and_are_counted(
     out = _fold(states, records)
     stamps = {s.ts_ns for rows in out.samples.values() for s, _ in rows}
     assert stamps == {T0 + 2 * 10**9}
-    assert telemetry_stage.decode_counts(states.decoded) == {
+    assert decode_counts(states.decoded) == {
         "unknown_paths": 0,
         "unattributed": 0,
         "bad_values": 0,

@@ -22,7 +22,8 @@ from railtrace.streams import wire
 from railtrace.streams.records import LinkEvent, LinkEventKind
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
-from railtrace.worker.telemetry_stage import BatchOutput, TelemetryStage
+from railtrace.worker.device_states import BatchOutput
+from railtrace.worker.telemetry_stage import TelemetryStage
 
 
 class LosesOneBatch(TelemetryStage):

@@ -54,7 +54,8 @@ from railtrace.streams.records import (
     Verdict,
     XidEvent,
 )
-from railtrace.worker.processor import Processor, _Parsers, _partition
+from railtrace.worker.job_parsers import JobParsers, partition_of
+from railtrace.worker.processor import Processor
 
 NODES = 16
 SEED = 5
@@ -334,11 +335,11 @@ def _fault_down(sc: Scenario) -> LinkEvent:
     )
 
 
-def parser_snapshot(worker: Worker, job_id: str) -> _Parsers:
+def parser_snapshot(worker: Worker, job_id: str) -> JobParsers:
     saved = worker.table("log-parsers").get(job_id.encode())
     assert saved is not None, f"no parser snapshot for {job_id}"
     named = SourceHosts(worker.processor.fabric.hosts())
-    return _Parsers.restore(named, UTC, orjson.loads(saved))
+    return JobParsers.restore(named, UTC, orjson.loads(saved))
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -764,7 +765,7 @@ def test_a_worker_that_lost_a_jobs_partition_never_republishes_the_view_it_kept(
     its older verdict after B's, and nothing later corrected it."""
     partitions = 2
     key = healthy.job_id.encode()
-    moved = _partition(key, partitions)
+    moved = partition_of(key, partitions)
     stays = 1 - moved
     first, last = _split_by_host(healthy)
     a = make_worker(tmp_path / "a", scenario.fabric, partitions)
@@ -1003,10 +1004,10 @@ def test_the_workers_give_a_kernel_log_the_host_its_shipper_named_in_the_source(
     line = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:00:05): 79, GPU has fallen off the bus."
     batch = wire.LogBatch("j1", "logs/j1/gpu7:/var/log/dmesg.log", 1, (line,), 2024)
     named = SourceHosts(["gpu7", "gpu8"])
-    parsers = _Parsers(named, UTC)
+    parsers = JobParsers(named, UTC)
     (xid,) = parsers.parser(batch).feed(line, 1)
     assert isinstance(xid, XidEvent) and xid.host == "gpu7"
-    restored = _Parsers.restore(named, UTC, orjson.loads(orjson.dumps(parsers.snapshot())))
+    restored = JobParsers.restore(named, UTC, orjson.loads(orjson.dumps(parsers.snapshot())))
     (again,) = restored.parser(batch).feed(line.replace("79", "48"), 2)
     assert isinstance(again, XidEvent) and again.host == "gpu7"
 
@@ -1015,11 +1016,11 @@ def test_the_workers_read_zoneless_stamps_in_the_site_zone_also_after_a_restore(
     line = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:00:05): 79, GPU has fallen off the bus."
     batch = wire.LogBatch("j1", "logs/j1/gpu7:/var/log/dmesg.log", 1, (line,), 2024)
     named, berlin = SourceHosts(["gpu7"]), ZoneInfo("Europe/Berlin")
-    parsers = _Parsers(named, berlin)
+    parsers = JobParsers(named, berlin)
     (xid,) = parsers.parser(batch).feed(line, 1)
     summer_utc = int(datetime(2024, 7, 31, 21, 14, 18, tzinfo=UTC).timestamp()) * 10**9
     assert xid.ts_ns == summer_utc  # Berlin is UTC+2 in July
-    restored = _Parsers.restore(named, berlin, orjson.loads(orjson.dumps(parsers.snapshot())))
+    restored = JobParsers.restore(named, berlin, orjson.loads(orjson.dumps(parsers.snapshot())))
     # Another GPU: the same one lost again at the same time would be the same loss.
     (again,) = restored.parser(batch).feed(line.replace("00:05", "00:06"), 2)
     assert again.ts_ns == summer_utc

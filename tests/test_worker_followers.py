@@ -36,7 +36,7 @@ async def _follow_after(processor: Processor, messages: list[bytes]) -> list[Lin
         await producer.flush()
     finally:
         await producer.stop()
-    task = asyncio.create_task(processor._follow_link_events())
+    task = asyncio.create_task(processor.follow.link_events())
     try:
         deadline = time.monotonic() + 60
         got: list[LinkEvent] = []
@@ -68,7 +68,7 @@ def test_a_link_event_message_that_does_not_decode_is_skipped_and_its_neighbours
         )
     )
     assert got == [down, up]
-    assert processor.newest_link_event_ns == up.ts_ns
+    assert processor.follow.newest_link_event_ns == up.ts_ns
 
 
 def _changelog_settings(wait_s: float = 60.0) -> Settings:

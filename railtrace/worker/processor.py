@@ -7,26 +7,21 @@ events, job facts and verdicts.
   job): each job's placement, read by the replay's scheduler reader, joins its logs' facts.
 - The telemetry stage (`telemetry_stage.py`, run as an app task): raw gNMI and SNMP in batches
   straight from aiokafka, a Normalizer per device -> link samples and link events.
-- A task reads the whole link-events topic (no consumer group) into the correlator's link
-  history on every worker, and a timer re-judges stalled jobs as anomalies arrive.
+- Tasks read the whole link-events and cabling-events topics (no consumer group) into the
+  correlator on every worker (`followers.py`), and a timer re-judges stalled jobs as
+  anomalies arrive.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from datetime import tzinfo
 from typing import Any, cast
 
 import faust
 import orjson
-from aiokafka import AIOKafkaConsumer
-from aiokafka.partitioner import murmur2
 
-from railtrace import kafka
 from railtrace.kafka import topics
 from railtrace.kafka.faustapp import IdempotentProducer, faust_app, raw_table, topic_of
 from railtrace.settings import Settings
@@ -34,21 +29,17 @@ from railtrace.streams import wire
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.history import LinkHistory
 from railtrace.streams.attribution.jobs import JobView
-from railtrace.streams.logs import LogParser
 from railtrace.streams.logs.sources import SourceHosts
-from railtrace.streams.logs.undated import JobClock
-from railtrace.streams.records import CablingEvent, JobPlacement, LinkEvent, Verdict
+from railtrace.streams.records import JobPlacement, Verdict
 from railtrace.streams.scheduler import ended_unseen, read_placements, uncabled
-from railtrace.topology.asbuilt import cabled_fabric
-from railtrace.topology.cabling import Cable, CablePlan
-from railtrace.topology.ends import CablingKind, Endpoint
 from railtrace.topology.fabric import Fabric, PortLinks
-from railtrace.topology.lldp import CablingDifference, PlanIndex
+from railtrace.topology.lldp import PlanIndex
+from railtrace.worker.followers import TopicFollowers
+from railtrace.worker.job_parsers import JobParsers, partition_of
 from railtrace.worker.state import SnapshotCache
 from railtrace.worker.telemetry_stage import TelemetryStage
 
 log = logging.getLogger(__name__)
-PRUNE_HORIZON_NS = 3600 * 1_000_000_000
 RECORDS_PER_MESSAGE = 1000
 
 
@@ -60,11 +51,8 @@ class Processor:
         self.fabric = fabric
         self.app = faust_app(settings, settings.worker.app_id)
         self.history = LinkHistory()
-        self.newest_link_event_ns = 0
-        # The plan, and the ports LLDP shows cabled unlike it (latest cabling event per port).
-        self.plan = CablePlan([Cable(link.a, link.b) for link in fabric.links.values()])
-        self.cabling: dict[Endpoint, CablingEvent] = {}
         self.correlator = Correlator(fabric, settings.attribution, self.history)
+        self.follow = TopicFollowers(settings, fabric, self.correlator, self.history)
         app = self.app
         self.raw_logs = topic_of(app, settings, topics.RAW_LOGS)
         self.raw_scheduler = topic_of(app, settings, topics.RAW_SCHEDULER)
@@ -88,9 +76,9 @@ class Processor:
         self.parsers_table = raw_table(app, settings, "log-parsers")
         self.parsers = SnapshotCache(
             self.parsers_table,
-            lambda _key: _Parsers(named, local),
-            functools.partial(_Parsers.restore, named, local),
-            _Parsers.snapshot,
+            lambda _key: JobParsers(named, local),
+            functools.partial(JobParsers.restore, named, local),
+            JobParsers.snapshot,
         )
         self.views_table = raw_table(app, settings, "job-views")
         # The raw-logs partitions assigned to this worker: only their jobs are its own.
@@ -100,8 +88,8 @@ class Processor:
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
         app.agent(self.job_inputs, name="parse-logs")(self._logs_agent(batch, within))
         app.task(self.telemetry.run)
-        app.task(self._follow_link_events)
-        app.task(self._follow_cabling)
+        app.task(self.follow.link_events)
+        app.task(self.follow.cabling_events)
         app.timer(settings.worker.reevaluate_every_s)(self._reevaluate)
         app.on_partitions_assigned.connect(cast(Any, self._on_assigned))
 
@@ -156,9 +144,9 @@ class Processor:
         parts = self.settings.kafka.partitions
         kept = {tp.partition for tp in assigned if tp.topic == name}
         self.owned = kept
-        keys = [k for k in self.parsers.live_keys() if _partition(k, parts) not in kept]
+        keys = [k for k in self.parsers.live_keys() if partition_of(k, parts) not in kept]
         self.parsers.forget(keys)
-        jobs = [j for j in self.correlator.job_ids() if _partition(j.encode(), parts) not in kept]
+        jobs = [j for j in self.correlator.job_ids() if partition_of(j.encode(), parts) not in kept]
         for job_id in jobs:
             self.correlator.drop(job_id)
         if keys or jobs:
@@ -319,7 +307,7 @@ class Processor:
                     "job taken over from its table",
                     extra={
                         "job": job_id,
-                        "partition": _partition(key, self.settings.kafka.partitions),
+                        "partition": partition_of(key, self.settings.kafka.partitions),
                         "owned": sorted(self.owned),
                         "state": verdict.state.value,
                         "hosts": verdict.hosts,
@@ -359,159 +347,12 @@ class Processor:
         adopted = [
             v
             for key in list(self.views_table.keys())
-            if _partition(key, parts) in self.owned
+            if partition_of(key, parts) in self.owned
             for v in self._adopt(key)
         ]
         # Event time also moves with the link events other partitions normalised: a job whose
         # logs went silent has no record of its own that would move it.
-        advanced = self.correlator.advance(self.newest_link_event_ns)
+        advanced = self.correlator.advance(self.follow.newest_link_event_ns)
         await self._delivered(
             await self._send_verdicts(adopted + advanced + self.correlator.reevaluate())
         )
-
-    async def _whole_topic_records(
-        self, spec: topics.TopicSpec
-    ) -> AsyncIterator[tuple[int, list[tuple[bytes | None, list[Any]]]]]:
-        """Every partition of `spec` from its start, outside any group (what each worker must
-        know whole: link events, cabling events): per poll, how many messages came and each
-        decodable one's key and records. A message that does not decode is logged and
-        skipped: it must not stop the worker from following the rest."""
-        consumer = AIOKafkaConsumer(
-            topics.name(self.settings.kafka.topic_prefix, spec),
-            group_id=None,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            **kafka.client_kwargs(self.settings.kafka),
-        )
-        await consumer.start()
-        try:
-            while True:
-                batches = await consumer.getmany(timeout_ms=500)
-                messages = 0
-                decoded: list[tuple[bytes | None, list[Any]]] = []
-                for records in batches.values():
-                    messages += len(records)
-                    for record in records:
-                        try:
-                            decoded.append((record.key, wire.decode_records(record.value or b"")))
-                        except wire.WireError as exc:
-                            log.warning(
-                                "bad record on a followed topic",
-                                extra={"topic": spec.suffix, "reason": str(exc)},
-                            )
-                yield messages, decoded
-        finally:
-            await consumer.stop()
-
-    async def _follow_link_events(self) -> None:
-        """Every worker reads the whole link-events topic: anomalies are few, and a job's stall
-        must meet the anomalies of links whose telemetry other partitions normalised."""
-        newest = 0
-        followed = reported = 0
-        last_report = time.monotonic()
-        async for messages, decoded in self._whole_topic_records(topics.LINK_EVENTS):
-            followed += messages
-            for key, events in decoded:
-                for e in events:
-                    if isinstance(e, LinkEvent) and (lid := self._link_of(e, key)):
-                        self.history.add(lid, e)
-                        newest = max(newest, e.ts_ns)
-            if newest:
-                self.history.prune(newest - PRUNE_HORIZON_NS)
-                self.newest_link_event_ns = newest
-            if followed != reported and time.monotonic() - last_report >= 5:
-                # What the correlator has to judge with: a verdict missing a link's event
-                # is explained here or in the telemetry stage's checkpoints.
-                log.info(
-                    "link events followed",
-                    extra={"messages": followed, "newest_ns": newest},
-                )
-                reported, last_report = followed, time.monotonic()
-
-    def _link_of(self, e: LinkEvent, key: bytes | None) -> str | None:
-        """The link an event's port is on as cabled: the telemetry stage keys it by the plan's
-        link, which differs at a miswired port."""
-        lid = self.correlator.fabric.link_at.get(Endpoint(e.device, e.interface))
-        return lid or (key.decode() if key else None)
-
-    async def _follow_cabling(self) -> None:
-        """Every worker reads the whole cabling-events topic and, when LLDP shows cables
-        miswired (or back as planned), judges on the fabric as cabled, as the embedded replay
-        does: a job's flows cross other links there, and the cable really on a failed port is
-        the one to blame."""
-        async for _, decoded in self._whole_topic_records(topics.CABLING_EVENTS):
-            changed = False
-            for _, events in decoded:
-                for e in events:
-                    if isinstance(e, CablingEvent):
-                        changed |= self._note_cabling(e)
-            if changed:
-                self._use_cabled_fabric()
-
-    def _note_cabling(self, e: CablingEvent) -> bool:
-        """Keep a port's latest miswire; True when what is miswired changed."""
-        port = Endpoint(e.device, e.interface)
-        before = self.cabling.get(port)
-        if e.kind is CablingKind.MISWIRED:
-            self.cabling[port] = e
-        else:
-            self.cabling.pop(port, None)
-        after = self.cabling.get(port)
-        return (before and (before.planned, before.seen)) != (after and (after.planned, after.seen))
-
-    def _use_cabled_fabric(self) -> None:
-        differences = [
-            CablingDifference(port, e.kind, e.planned, e.seen)
-            for port, e in sorted(self.cabling.items())
-        ]
-        fabric = cabled_fabric(self.plan, differences, self.fabric) or self.fabric
-        self.correlator.use_fabric(fabric)
-        self.history.rekey(fabric.link_at)
-        log.info("judging on the fabric as cabled", extra={"miswired": sorted(fabric.as_built)})
-
-
-class _Parsers:
-    """The LogParsers of one job, one per source file, and the job's clock for the lines that
-    carry no time (`streams.logs.undated`)."""
-
-    def __init__(
-        self,
-        named: SourceHosts,
-        local: tzinfo,
-        parsers: dict[str, LogParser] | None = None,
-        clock: JobClock | None = None,
-    ) -> None:
-        self.named = named
-        self.local = local
-        self.by_source: dict[str, LogParser] = parsers or {}
-        self.clock = clock or JobClock()
-
-    def parser(self, logs: wire.LogBatch) -> LogParser:
-        p = self.by_source.get(logs.source)
-        if p is None:
-            hint = self.named.of(logs.source)
-            p = LogParser(logs.job_id, logs.source, logs.year, hint, self.local)
-            self.by_source[logs.source] = p
-        return p
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "v": 1,
-            "parsers": {s: p.snapshot() for s, p in self.by_source.items()},
-            "clock": self.clock.snapshot(),
-        }
-
-    @classmethod
-    def restore(cls, named: SourceHosts, local: tzinfo, snap: dict[str, Any]) -> _Parsers:
-        if snap.get("v") != 1:
-            raise ValueError(f"unknown parser-set snapshot version {snap.get('v')!r}")
-        parsers = {s: LogParser.restore(p, local) for s, p in snap["parsers"].items()}
-        # absent from parser sets saved before undated lines were dated by the job
-        clock = JobClock.restore(snap["clock"]) if "clock" in snap else None
-        return cls(named, local, parsers, clock)
-
-
-def _partition(key: bytes, partitions: int) -> int:
-    """The partition the default (murmur2) partitioner gives `key`, as the log shippers and
-    the tables use it."""
-    return int(murmur2(key) & 0x7FFFFFFF) % partitions
