@@ -114,6 +114,23 @@ class WorkerSettings(BaseModel):
     # before the agent fails loudly: faust declares the changelogs at start, so a longer wait
     # means a broker that lost or never made the topic, not a slow one.
     changelog_wait_s: float = Field(default=60.0, gt=0)
+    # Where `railtrace worker` serves /metrics and /healthz ("host:port"; port 0: any free
+    # one, logged at start), and how long its telemetry stage may keep failing, or a consumer
+    # group leave it without partitions, before /healthz says it is not healthy.
+    metrics_listen: str = "127.0.0.1:9471"
+    health_grace_s: float = Field(default=120.0, gt=0)
+
+
+class SinkSettings(BaseModel):
+    """`railtrace sink`'s own endpoint; its batches, group and app id are `worker`'s."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Where /metrics and /healthz are served ("host:port"; port 0: any free one, logged at
+    # start), and how long writes to the store may keep failing, or the group leave the sink
+    # without partitions, before /healthz says it is not healthy.
+    metrics_listen: str = "127.0.0.1:9472"
+    health_grace_s: float = Field(default=120.0, gt=0)
 
 
 class CollectSettings(BaseModel):
@@ -249,6 +266,7 @@ class Settings(BaseSettings):
     site: SiteSettings = SiteSettings()
     kafka: KafkaSettings = KafkaSettings()
     worker: WorkerSettings = WorkerSettings()
+    sink: SinkSettings = SinkSettings()
     collect: CollectSettings = CollectSettings()
     alerts: AlertSettings = AlertSettings()
     log_level: str = "INFO"

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,24 +87,29 @@ def free_port() -> int:
 
 @dataclass
 class Stack:
-    """One isolated streaming deployment: its settings as environment variables."""
+    """One isolated streaming deployment: its settings as environment variables, and where
+    each process started with a port of its own serves /metrics and /healthz (by name)."""
 
     env: dict[str, str]
     api: str
     data: Path
     workdir: Path
     procs: list[subprocess.Popen[bytes]]
+    probes: dict[str, str] = field(default_factory=dict)
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return subprocess.run(  # noqa: PLW1510 - return codes are asserted
             [RAILTRACE, *args], env=self.env, capture_output=True, text=True, timeout=timeout
         )
 
-    def start(self, *args: str, name: str) -> subprocess.Popen[bytes]:
+    def start(
+        self, *args: str, name: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start `railtrace *args`, logging to `<name>.log`; `env` adds to the stack's."""
         log = (self.workdir / f"{name}.log").open("ab")
         proc = subprocess.Popen(
             [RAILTRACE, "--log-level", "INFO", *args],
-            env=self.env,
+            env=self.env | (env or {}),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -133,6 +138,22 @@ spool_dir = "{self.workdir / "spool"}"
         """GET JSON from the sink's API with the read token its owner file hands this
         machine's CLI (none before the API is up: /readyz needs none)."""
         return orjson.loads(self.get_bytes(path))
+
+    def own_probe(self, name: str, section: str) -> dict[str, str]:
+        """The environment that gives process `name` a free port for its /metrics and
+        /healthz (the `metrics_listen` of settings section `section`), noted in `probes`."""
+        address = f"127.0.0.1:{free_port()}"
+        self.probes[name] = f"http://{address}"
+        return {f"RAILTRACE_{section}__METRICS_LISTEN": address}
+
+    def probe(self, name: str, path: str) -> tuple[int, bytes]:
+        """GET `path` (/metrics, /healthz) from process `name`'s own endpoint: the status,
+        503 included, and the body."""
+        try:
+            with urllib.request.urlopen(self.probes[name] + path, timeout=10) as resp:
+                return resp.status, bytes(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
 
     def get_bytes(self, path: str) -> bytes:
         owner = read_owner(self.data)
@@ -206,14 +227,20 @@ def stack(tmp: Path, topology: Path, workers: int = 1, **settings: str) -> Itera
         RAILTRACE_WORKER__TOPOLOGY_DIR=str(topology),
         RAILTRACE_WORKER__REEVALUATE_EVERY_S="0.5",
         RAILTRACE_STORE__DATA_DIR=str(tmp / "sink-data"),
+        # Any free port, unless a process is given one (its probe is then known): processes
+        # of one stack, or of tests running side by side, must not ask for the same.
+        RAILTRACE_WORKER__METRICS_LISTEN="127.0.0.1:0",
+        RAILTRACE_SINK__METRICS_LISTEN="127.0.0.1:0",
         COLUMNS="200",
         **settings,
     )
     s = Stack(env, f"http://127.0.0.1:{port}", tmp / "sink-data", tmp, [])
     try:
         for i in range(workers):
-            s.start("worker", name=f"worker{i}")
-        s.start("sink", "--serve", "--port", str(port), name="sink")
+            s.start("worker", name=f"worker{i}", env=s.own_probe(f"worker{i}", "WORKER"))
+        s.start(
+            "sink", "--serve", "--port", str(port), name="sink", env=s.own_probe("sink", "SINK")
+        )
         s.wait_ready()
         yield s
     finally:

@@ -198,7 +198,8 @@ def api_public_paths() -> frozenset[str]:
 
 @cache
 def collector_paths() -> frozenset[str]:
-    """The paths every collector process and the alerter serve (railtrace/probes/endpoint.py)."""
+    """The paths every collector process, the alerter, the worker and the sink serve
+    (railtrace/probes/endpoint.py)."""
     return frozenset(re.findall(r'add_get\("([^"]+)"', inspect.getsource(Endpoint.start)))
 
 
@@ -641,28 +642,35 @@ class Listener:
 
 def listeners(call: CliCall, settings: Settings) -> list[Listener]:
     """Where the process `call` starts listens, from its options and settings."""
+    found = []
     if call.path == ("serve",) or (call.path == ("sink",) and call.options.get("--serve")):
         host, port = call.options.get("--host"), call.options.get("--port")
-        return [
+        found.append(
             Listener(
                 settings.api.host if host is None else str(host),
                 settings.api.port if port is None else int(port),
                 "tcp",
                 api_public_paths(),
             )
-        ]
+        )
+    # The roles with an endpoint of their own (railtrace/probes/endpoint.py), by where each
+    # takes its listen address from.
+    own = {
+        ("worker",): settings.worker.metrics_listen,
+        ("sink",): settings.sink.metrics_listen,
+        ("alert",): settings.alerts.metrics_listen,
+    }
+    if call.path in own:
+        host, port = parse_listen(own[call.path])
+        found.append(Listener(host, port, "tcp", collector_paths()))
     if len(call.path) == 2 and call.path[0] == "collect":
         role = call.path[1]
         host, port = parse_listen(getattr(settings.collect.metrics_listen, role))
-        found = [Listener(host, port, "tcp", collector_paths())]
+        found.append(Listener(host, port, "tcp", collector_paths()))
         traps = settings.collect.snmp.traps
         if role == "snmp" and traps is not None:
             found.append(Listener(traps.host, traps.port, "udp", frozenset()))
-        return found
-    if call.path == ("alert",):
-        host, port = parse_listen(settings.alerts.metrics_listen)
-        return [Listener(host, port, "tcp", collector_paths())]
-    return []
+    return found
 
 
 def port_problems(c: Container) -> list[str]:
@@ -1089,11 +1097,13 @@ def test_probes_and_ports_meet_the_port_the_command_listens_on(c: Container) -> 
     assert port_problems(c) == []
 
 
-def test_the_api_and_every_collector_are_probed() -> None:
+def test_the_api_every_collector_the_worker_and_the_sink_are_probed() -> None:
     """The port test above passes vacuously for a container without probes."""
     probed = {parse_cli(c.railtrace_argv() or []).name for c in railtrace_containers() if c.probes}
     assert probed == {
         "serve",
+        "worker",
+        "sink",
         "collect gnmi",
         "collect snmp",
         "collect logs",

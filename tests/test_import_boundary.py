@@ -57,8 +57,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     # adapters
     "store": {"streams", "topology", "settings", "private"},
     "kafka": {"settings"},
-    "worker": {"streams", "topology", "settings", "kafka"},
-    "sink": {"streams", "topology", "settings", "store", "kafka", "collectors"},
+    "worker": {"streams", "topology", "settings", "kafka", "probes"},
+    "sink": {"streams", "topology", "settings", "store", "kafka", "collectors", "probes"},
     "collectors": {"streams", "topology", "settings", "private", "proto", "kafka", "probes"},
     "alerts": {"streams", "topology", "settings", "collectors", "kafka", "probes"},
     "api": {"streams", "topology", "store", "private", "railtrace"},
@@ -82,6 +82,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "simulate",
         "render",
         "gctuning",
+        "probes",
     },
     "cli": {
         "compose",

@@ -19,6 +19,7 @@ import simulations
 from kafka_support import (
     BOOTSTRAP,
     RAILTRACE,
+    Stack,
     read_records,
     require_broker,
     stack,
@@ -178,6 +179,29 @@ def test_garbage_on_every_raw_topic_is_dead_lettered_while_good_records_flow(
         assert lag and sum(lag.values()) == 0, lag
         assert f'topic="{prefix}.link-samples.v2"' in {k[1] for k in lag}
         assert dead >= 6
+        _assert_own_probes(s)
+
+
+def _assert_own_probes(s: Stack) -> None:
+    """The worker's and the sink's own endpoints, once the garbage test's pipeline drained:
+    what each counted, the partitions each holds (one worker, 4 partitions a topic), and
+    healthy."""
+    worker = _prometheus(s.probe("worker0", "/metrics")[1].decode())
+    assert worker[("railtrace_worker_telemetry_dead_letters_total", "")] == 4
+    assert worker[("railtrace_worker_log_dead_letters_total", "")] == 2
+    assert worker[("railtrace_worker_telemetry_values_total", "")] > 0
+    assert worker[("railtrace_worker_telemetry_partitions", "")] == 8  # raw gNMI, SNMP
+    assert worker[("railtrace_worker_log_partitions", "")] == 4
+    assert worker[("railtrace_worker_healthy", "")] == 1
+    status, body = s.probe("worker0", "/healthz")
+    assert (status, orjson.loads(body)["problems"]) == (200, []), body
+    sink = _prometheus(s.probe("sink", "/metrics")[1].decode())
+    assert sink[("railtrace_sink_rows_written_total", 'table="dead_letters"')] >= 6
+    assert sum(v for k, v in sink.items() if k[0] == "railtrace_sink_lag_messages") == 0
+    assert sink[("railtrace_sink_partitions", "")] == 28  # its 7 topics
+    assert sink[("railtrace_sink_healthy", "")] == 1
+    status, body = s.probe("sink", "/healthz")
+    assert (status, orjson.loads(body)["problems"]) == (200, []), body
 
 
 def _prometheus(text: str) -> dict[tuple[str, str], float]:

@@ -98,3 +98,60 @@ def test_a_batch_whose_outputs_failed_to_send_is_redone_after_a_restart() -> Non
     got = asyncio.run(_run(settings, stage, len(expected)))
     assert stage.failed and stage.counters["restarts"] == 1
     assert sorted(set(got)) == sorted(set(expected))
+
+
+class FailsTwice(TelemetryStage):
+    """A stage whose first two sends fail, each failing its run, then sends as it should."""
+
+    failures = 0
+
+    async def _send(self, out: BatchOutput) -> None:
+        if self.failures < 2:
+            self.failures += 1
+            raise KafkaTimeoutError("injected: the broker did not answer in time")
+        await super()._send(out)
+
+
+def test_a_stage_failing_is_reported_from_its_first_failure_until_a_whole_cycle() -> None:
+    """What /healthz reads (worker/probes.py): failing from the first failure on, not from
+    the latest restart, which would hide a stage that fails over and over; mended once a
+    cycle went through; and the raw partitions it holds."""
+    require_broker()
+    settings = _settings()
+    stage = FailsTwice(settings, PortLinks(FABRIC), PlanIndex.of_fabric(FABRIC))
+    seen: list[float | None] = []
+
+    async def watch() -> None:
+        await kafka.ensure_topics(settings.kafka)
+        producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP)
+        await producer.start()
+        try:
+            raw = topics.name(settings.kafka.topic_prefix, topics.RAW_GNMI)
+            for r in _stream(PortLinks(FABRIC)):
+                await producer.send(raw, r.value, key=r.key, partition=r.partition)
+            await producer.flush()
+        finally:
+            await producer.stop()
+        assert stage.unassigned_since is not None and not stage.held
+        task = asyncio.create_task(stage.run())
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                assert not task.done(), f"the stage stopped: {task.exception()!r}"
+                restarts = stage.counters["restarts"]
+                if restarts and len(seen) < restarts:
+                    seen.append(stage.failing_since)
+                if restarts == 2 and stage.failing_since is None and stage.held:
+                    break
+                await asyncio.sleep(0.05)
+            assert stage.failing_since is None, stage.counters
+            # both raw telemetry topics, 2 partitions each, and so not unassigned
+            assert len(stage.held) == 4 and stage.unassigned_since is None
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert not stage.held and stage.unassigned_since is not None
+
+    asyncio.run(watch())
+    assert len(seen) == 2 and seen[0] is not None and seen[1] == seen[0], seen

@@ -18,17 +18,25 @@ log = logging.getLogger(__name__)
 
 
 def run_worker(settings: Settings, topology: Path | None) -> None:
-    """Raw topics in; link samples, link events, job facts and verdicts out."""
+    """Raw topics in; link samples, link events, job facts and verdicts out; `/metrics` and
+    `/healthz` on `worker.metrics_listen`."""
     import faust
 
+    from railtrace.probes.endpoint import Endpoint
+    from railtrace.probes.service import EndpointService
     from railtrace.worker.processor import Processor
 
     fabric = load_topology(settings, topology)
     asyncio.run(ensure_topics(settings.kafka))
     processor = Processor(settings, fabric)
+    endpoint = Endpoint(settings.worker.metrics_listen, processor.metrics(), processor.health)
     settle_heap()
     faust.Worker(
-        processor.app, loglevel=settings.log_level, quiet=True, override_logging=False
+        processor.app,
+        EndpointService(endpoint),
+        loglevel=settings.log_level,
+        quiet=True,
+        override_logging=False,
     ).execute_from_commandline()
 
 
@@ -38,18 +46,22 @@ def run_sink(
     topology: Path | None,
     say: Say,
 ) -> None:
-    """Write the topics into the store; with `api` (host, port), serve the API from the same
-    process, as one of the Faust worker's tasks."""
+    """Write the topics into the store, with `/metrics` and `/healthz` on
+    `sink.metrics_listen`; with `api` (host, port), serve the API from the same process, as
+    one of the Faust worker's tasks."""
     import faust
     import uvicorn
 
     from railtrace.compose.api import api_app
+    from railtrace.probes.endpoint import Endpoint
+    from railtrace.probes.service import EndpointService
     from railtrace.sink.writer import Sink
     from railtrace.store import remove_owner, write_owner
 
     asyncio.run(ensure_topics(settings.kafka))
     store = open_owned(settings)
     sink = Sink(settings, store)
+    endpoint = Endpoint(settings.sink.metrics_listen, sink.metrics(), sink.health)
     embedded = not settings.store.clickhouse_url
     if api is not None:
         host, port = api
@@ -70,7 +82,11 @@ def run_sink(
         write_owner(settings.store.data_dir, None)
     try:
         faust.Worker(
-            sink.app, loglevel=settings.log_level, quiet=True, override_logging=False
+            sink.app,
+            EndpointService(endpoint),
+            loglevel=settings.log_level,
+            quiet=True,
+            override_logging=False,
         ).execute_from_commandline()
     finally:
         if embedded:

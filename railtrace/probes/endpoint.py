@@ -1,11 +1,11 @@
 """The HTTP endpoint of one long-running process: `/metrics` for Prometheus, `/healthz` for
-probes. Every collector and the alerter serve one.
+probes. Every collector, the alerter, the worker and the sink serve one.
 
 Served by aiohttp inside the process's own event loop: a scrape reads the components'
 counters between two of their steps, with no thread and no locking, and costs the loop what
 rendering a few hundred samples costs. `/healthz` answers 200 when the process is healthy and
 503 when not, with a JSON body saying why (`Health`). There is no `/readyz`: nothing routes
-requests to a collector or the alerter, so there is nothing to be ready for.
+requests to any of them, so there is nothing to be ready for.
 """
 
 from __future__ import annotations

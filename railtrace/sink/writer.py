@@ -4,18 +4,29 @@ Its own consumer group, so it can run apart from the processing workers: exactly
 process on one machine with embedded chDB (which one process may hold), or as many as wanted
 against a ClickHouse server. Writes are batched and idempotent (deduplicated blocks, verdicts
 versioned by their topic timestamp and offset), so redelivery after a crash doubles nothing.
+
+A batch the store refuses (ClickHouse down, a disk full) is written again after a backoff
+until it is taken, its offsets uncommitted meanwhile, and `/healthz` says so once that has
+lasted `sink.health_grace_s` (`sink/probes.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
+
+from faust.exceptions import ConsumerNotStarted
+from prometheus_client import CollectorRegistry
 
 from railtrace.collectors.hosts import nodeevents
 from railtrace.kafka import topics
 from railtrace.kafka.faustapp import faust_app, topic_of
+from railtrace.probes.health import Health
 from railtrace.settings import Settings
+from railtrace.sink import probes
 from railtrace.store import Store
 from railtrace.streams import wire
 from railtrace.streams.records import (
@@ -28,6 +39,9 @@ from railtrace.streams.records import (
 )
 
 log = logging.getLogger(__name__)
+#: Backoff between writes of a batch the store refused.
+RETRY_FIRST_DELAY_S = 1.0
+RETRY_MAX_DELAY_S = 30.0
 
 
 def _version(message: Any) -> int:
@@ -36,6 +50,8 @@ def _version(message: Any) -> int:
 
 
 class Sink:
+    """The sink's app: one agent per topic, each writing its batches into `store`."""
+
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
@@ -44,6 +60,12 @@ class Sink:
         # (topic, partition) -> the first offset not yet in the store
         self._stored_upto: dict[tuple[str, int], int] = {}
         self._topics: set[str] = set()
+        # For /healthz: since when (monotonic) writes have been failing, and since when the
+        # group has given this sink no partition of its topics; None otherwise.
+        self.failing_since: float | None = None
+        self.unassigned_since: float | None = time.monotonic()
+        self.held = 0
+        self.write_failures = 0
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
         for spec, handler in (
             (topics.LINK_SAMPLES, self._samples),
@@ -57,16 +79,60 @@ class Sink:
             topic = topic_of(self.app, settings, spec)
             self._topics.add(topic.get_topic_name())
             self.app.agent(topic, name=f"sink-{spec.suffix}")(self._agent(handler, batch, within))
+        self.app.on_partitions_assigned.connect(cast(Any, self._on_assigned))
 
     def _agent(self, handler: Callable[[Sequence[Any]], None], batch: int, within: float) -> Any:
         async def sink(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
-                handler(events)
+                await self._write(handler, events)
                 for event in events:
                     msg = event.message
                     self._stored_upto[(msg.topic, msg.partition)] = msg.offset + 1
 
         return sink
+
+    async def _write(self, handler: Callable[[Sequence[Any]], None], events: Sequence[Any]) -> None:
+        """Write one batch, again and again until the store takes it: stopping the agent
+        would lose the batch, and skipping it would commit offsets of rows never stored."""
+        delay = RETRY_FIRST_DELAY_S
+        while True:
+            try:
+                handler(events)
+            except Exception as exc:  # whatever the store raises: its driver's or the OS's
+                self.write_failures += 1
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
+                log.error(
+                    "store write failed; writing the batch again",
+                    extra={"reason": repr(exc), "retry_in_s": delay},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_DELAY_S)
+            else:
+                self.failing_since = None
+                return
+
+    async def _on_assigned(self, sender: Any, assigned: set[Any], **_: Any) -> None:
+        self.held = sum(1 for tp in assigned if tp.topic in self._topics)
+        if self.held:
+            self.unassigned_since = None
+        elif self.unassigned_since is None:
+            self.unassigned_since = time.monotonic()
+
+    def health(self) -> Health:
+        readings = probes.Readings(time.monotonic(), self.failing_since, self.unassigned_since)
+        return probes.assess(readings, self.settings.sink.health_grace_s)
+
+    def metrics(self) -> CollectorRegistry:
+        """A registry reading the sink's counters at each scrape."""
+
+        def read() -> list[Any]:
+            figures = probes.Figures(
+                self.written_rows(), self.lag(), self.write_failures, self.held
+            )
+            return list(probes.families(figures, self.health()))
+
+        return probes.registry(read)
 
     def written_rows(self) -> dict[str, int]:
         return dict(self.written)
@@ -75,8 +141,12 @@ class Sink:
         """Messages on each topic this process owns but has not stored yet: how far the store
         is behind Kafka. A partition not read from yet counts from the start of its log."""
         consumer = self.app.consumer
+        try:
+            assigned = consumer.assignment()
+        except ConsumerNotStarted:  # scraped before the app started: nothing read yet
+            return {}
         behind: dict[str, int] = {}
-        for tp in consumer.assignment():
+        for tp in assigned:
             if tp.topic not in self._topics:  # Faust's own (the assignor's leader topic)
                 continue
             try:

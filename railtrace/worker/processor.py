@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections import defaultdict
 from typing import Any, cast
 
 import faust
 import orjson
+from prometheus_client import CollectorRegistry
 
 from railtrace.kafka import topics
 from railtrace.kafka.faustapp import IdempotentProducer, faust_app, raw_table, topic_of
+from railtrace.probes.health import Health
 from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.attribution import Correlator
@@ -34,6 +37,7 @@ from railtrace.streams.records import JobPlacement, Verdict
 from railtrace.streams.scheduler import ended_unseen, read_placements, uncabled
 from railtrace.topology.fabric import Fabric, PortLinks
 from railtrace.topology.lldp import PlanIndex
+from railtrace.worker import probes
 from railtrace.worker.followers import TopicFollowers
 from railtrace.worker.job_parsers import JobParsers, partition_of
 from railtrace.worker.state import SnapshotCache
@@ -83,6 +87,8 @@ class Processor:
         self.views_table = raw_table(app, settings, "job-views")
         # The raw-logs partitions assigned to this worker: only their jobs are its own.
         self.owned: set[int] = set()
+        # Since when (monotonic) the group has given this worker no raw-logs partition.
+        self.logs_unassigned_since: float | None = time.monotonic()
         self.counters: dict[str, int] = defaultdict(int)
         self.telemetry = TelemetryStage(settings, PortLinks(fabric), PlanIndex.of_fabric(fabric))
         batch, within = settings.worker.batch_max, settings.worker.batch_within_s
@@ -144,6 +150,10 @@ class Processor:
         parts = self.settings.kafka.partitions
         kept = {tp.partition for tp in assigned if tp.topic == name}
         self.owned = kept
+        if kept:
+            self.logs_unassigned_since = None
+        elif self.logs_unassigned_since is None:
+            self.logs_unassigned_since = time.monotonic()
         keys = [k for k in self.parsers.live_keys() if partition_of(k, parts) not in kept]
         self.parsers.forget(keys)
         jobs = [j for j in self.correlator.job_ids() if partition_of(j.encode(), parts) not in kept]
@@ -154,6 +164,35 @@ class Processor:
                 "jobs of partitions moved away dropped",
                 extra={"kept": sorted(kept), "parsers": len(keys), "jobs": len(jobs)},
             )
+
+    # -- what /healthz and /metrics read (worker/probes.py) ---------------------------------
+
+    def health(self) -> Health:
+        t = self.telemetry
+        readings = probes.Readings(
+            time.monotonic(), t.failing_since, t.unassigned_since, self.logs_unassigned_since
+        )
+        return probes.assess(readings, self.settings.worker.health_grace_s)
+
+    def metrics(self) -> CollectorRegistry:
+        """A registry reading the worker's counters at each scrape."""
+
+        def read() -> list[Any]:
+            t = self.telemetry
+            devices = t.devices
+            figures = probes.Figures(
+                telemetry=t.counters,
+                logs=self.counters,
+                decoded=None if devices is None else devices.decoded,
+                telemetry_partitions=len(t.held),
+                log_partitions=len(self.owned),
+                devices=0 if devices is None else len(devices.live),
+                jobs=len(self.correlator.job_ids()),
+                unreadable_parser_sets=self.parsers.unreadable,
+            )
+            return list(probes.families(figures, self.health()))
+
+        return probes.registry(read)
 
     # -- agents -----------------------------------------------------------------------------
 

@@ -84,6 +84,12 @@ class TelemetryStage:
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
         self._last_checkpoint = time.monotonic()
+        # For /healthz (worker/probes.py): since when (monotonic) the stage has been failing
+        # with no whole cycle since, and since when it has held no raw partition; None
+        # otherwise.
+        self.failing_since: float | None = None
+        self.held: set[TopicPartition] = set()
+        self.unassigned_since: float | None = time.monotonic()
 
     async def run(self) -> None:
         """Consume until cancelled; a cancelled stage checkpoints and commits before it stops.
@@ -102,6 +108,8 @@ class TelemetryStage:
                 if time.monotonic() - started > RESTART_RESET_AFTER_S:
                     delay = RESTART_FIRST_DELAY_S
                 self.counters["restarts"] += 1
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
                 log.error(
                     "telemetry stage failed; restarting from its last checkpoint",
                     extra={"reason": repr(exc), "retry_in_s": delay},
@@ -156,6 +164,7 @@ class TelemetryStage:
                     self.devices = None
                     self.positions.clear()
             finally:
+                self._hold(set())
                 await consumer.stop()
                 await producer.stop()
 
@@ -173,6 +182,8 @@ class TelemetryStage:
             due = time.monotonic() - self._last_checkpoint >= w.checkpoint_every_s
             if self.positions and (due or not batches):
                 await self._checkpoint()
+            # A whole cycle went through: fetched, sent and, when due, checkpointed.
+            self.failing_since = None
 
     async def _process(self, batches: dict[TopicPartition, list[Any]]) -> None:
         assert self._consumer is not None and self.devices is not None
@@ -266,7 +277,16 @@ class TelemetryStage:
         self.positions.clear()
         self._last_checkpoint = time.monotonic()
 
+    def _hold(self, partitions: set[TopicPartition]) -> None:
+        """Note the raw partitions the stage now holds, and since when it holds none."""
+        self.held = partitions
+        if partitions:
+            self.unassigned_since = None
+        elif self.unassigned_since is None:
+            self.unassigned_since = time.monotonic()
+
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        self._hold(self.held - set(revoked))
         log.info(
             "telemetry partitions revoked",
             extra={"partitions": sorted(f"{tp.topic}[{tp.partition}]" for tp in revoked)},
@@ -278,6 +298,7 @@ class TelemetryStage:
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
         """Read back the checkpoints of the partitions this worker now owns."""
+        self._hold(set(assigned))
         if self.devices is None or not assigned:
             return
         wanted = {tp.partition for tp in assigned}
