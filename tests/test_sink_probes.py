@@ -62,42 +62,70 @@ def test_a_scrape_gives_rows_lag_failures_partitions_and_health() -> None:
     assert "railtrace_sink_healthy 1.0" in text
 
 
-class _RefusesTwice:
-    """A store whose first two writes of link samples fail, as ClickHouse away does."""
+class _RefusesSamples:
+    """A store that refuses link samples `refusals` times, as ClickHouse away does, and takes
+    verdicts throughout."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
         self.calls = 0
-        self.rows: list[Any] = []
 
     def write_link_samples(self, rows: list[Any]) -> None:
         self.calls += 1
-        if self.calls <= 2:
+        if self.calls <= self.refusals:
             raise ConnectionRefusedError("injected: ClickHouse is away")
-        self.rows += rows
+
+    def write_verdicts(self, rows: list[Any], versions: list[int]) -> None:
+        pass
+
+
+def _sink(tmp_path: Path, store: object) -> Sink:
+    return Sink(Settings(worker=WorkerSettings(data_dir=tmp_path)), cast(Store, store))
+
+
+def _event() -> Any:
+    return SimpleNamespace(value=wire.encode_samples([]), message=None)
 
 
 def test_a_batch_the_store_refuses_is_written_again_until_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer, "RETRY_FIRST_DELAY_S", 0.01)
-    store = _RefusesTwice()
-    sink = Sink(Settings(worker=WorkerSettings(data_dir=tmp_path)), cast(Store, store))
+    store = _RefusesSamples(2)
+    sink = _sink(tmp_path, store)
     failing: list[float | None] = []
-    handler = sink._samples
 
     def write(events: Any) -> None:
-        failing.append(sink.failing_since)
-        handler(events)
+        failing.append(sink.failing_since.get("samples"))
+        sink._samples(events)
 
-    event = SimpleNamespace(value=wire.encode_samples([]), message=None)
-    asyncio.run(sink._write(write, [event]))
+    asyncio.run(sink._write("samples", write, [_event()]))
     assert store.calls == 3
     assert sink.write_failures == 2
     # failing from the first refusal on, through the retry, until the write went through
     assert failing[0] is None and failing[1] is not None and failing[2] == failing[1]
-    assert sink.failing_since is None
-    assert sink.health().problems == []
+    assert sink.failing_since == {}
+    assert sink.health().to_json()["store_failing_for_s"] is None
     assert sink.written_rows() == {"link_samples": 0}
+
+
+def test_one_table_refused_stays_failing_while_the_others_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "RETRY_FIRST_DELAY_S", 0.01)
+    sink = _sink(tmp_path, _RefusesSamples(10**9))
+
+    async def run() -> None:
+        refused = asyncio.create_task(sink._write("samples", sink._samples, [_event()]))
+        while not sink.failing_since:
+            await asyncio.sleep(0.01)
+        empty = SimpleNamespace(value=wire.encode_records([]), message=None)
+        await sink._write("verdicts", sink._verdicts, [empty])
+        assert sink.health().to_json()["store_failing_for_s"] is not None
+        refused.cancel()
+
+    asyncio.run(run())
+    assert list(sink.failing_since) == ["samples"]
 
 
 def test_every_metric_and_rule_is_documented_for_the_people_who_alert_on_them() -> None:

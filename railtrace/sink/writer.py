@@ -60,9 +60,10 @@ class Sink:
         # (topic, partition) -> the first offset not yet in the store
         self._stored_upto: dict[tuple[str, int], int] = {}
         self._topics: set[str] = set()
-        # For /healthz: since when (monotonic) writes have been failing, and since when the
-        # group has given this sink no partition of its topics; None otherwise.
-        self.failing_since: float | None = None
+        # For /healthz: since when (monotonic) each agent's writes have been failing (by its
+        # topic; one table refused must not hide behind the others' writes), and since when
+        # the group has given this sink no partition of its topics (None: it holds some).
+        self.failing_since: dict[str, float] = {}
         self.unassigned_since: float | None = time.monotonic()
         self.held = 0
         self.write_failures = 0
@@ -78,38 +79,44 @@ class Sink:
         ):
             topic = topic_of(self.app, settings, spec)
             self._topics.add(topic.get_topic_name())
-            self.app.agent(topic, name=f"sink-{spec.suffix}")(self._agent(handler, batch, within))
+            self.app.agent(topic, name=f"sink-{spec.suffix}")(
+                self._agent(spec.suffix, handler, batch, within)
+            )
         self.app.on_partitions_assigned.connect(cast(Any, self._on_assigned))
 
-    def _agent(self, handler: Callable[[Sequence[Any]], None], batch: int, within: float) -> Any:
+    def _agent(
+        self, name: str, handler: Callable[[Sequence[Any]], None], batch: int, within: float
+    ) -> Any:
         async def sink(stream: Any) -> None:
             async for events in stream.take_events(batch, within=within):
-                await self._write(handler, events)
+                await self._write(name, handler, events)
                 for event in events:
                     msg = event.message
                     self._stored_upto[(msg.topic, msg.partition)] = msg.offset + 1
 
         return sink
 
-    async def _write(self, handler: Callable[[Sequence[Any]], None], events: Sequence[Any]) -> None:
-        """Write one batch, again and again until the store takes it: stopping the agent
-        would lose the batch, and skipping it would commit offsets of rows never stored."""
+    async def _write(
+        self, name: str, handler: Callable[[Sequence[Any]], None], events: Sequence[Any]
+    ) -> None:
+        """Write one batch of agent `name`, again and again until the store takes it:
+        stopping the agent would lose the batch, and skipping it would commit offsets of rows
+        never stored."""
         delay = RETRY_FIRST_DELAY_S
         while True:
             try:
                 handler(events)
             except Exception as exc:  # whatever the store raises: its driver's or the OS's
                 self.write_failures += 1
-                if self.failing_since is None:
-                    self.failing_since = time.monotonic()
+                self.failing_since.setdefault(name, time.monotonic())
                 log.error(
                     "store write failed; writing the batch again",
-                    extra={"reason": repr(exc), "retry_in_s": delay},
+                    extra={"topic": name, "reason": repr(exc), "retry_in_s": delay},
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_DELAY_S)
             else:
-                self.failing_since = None
+                self.failing_since.pop(name, None)
                 return
 
     async def _on_assigned(self, sender: Any, assigned: set[Any], **_: Any) -> None:
@@ -120,7 +127,8 @@ class Sink:
             self.unassigned_since = time.monotonic()
 
     def health(self) -> Health:
-        readings = probes.Readings(time.monotonic(), self.failing_since, self.unassigned_since)
+        failing = min(self.failing_since.values(), default=None)
+        readings = probes.Readings(time.monotonic(), failing, self.unassigned_since)
         return probes.assess(readings, self.settings.sink.health_grace_s)
 
     def metrics(self) -> CollectorRegistry:
