@@ -3,9 +3,9 @@ is doing its job, for `/healthz`.
 
 The sink is not healthy when (each rule names itself in `problems`):
 
-- `store`: the store has refused every write for longer than the grace period (ClickHouse
-  down or refusing the user, a full disk): the batch is being written again and again and
-  nothing new lands;
+- `store`: the store has refused every write of one topic's batch for longer than the grace
+  period (ClickHouse down or refusing the user, a full disk, one table's schema): the batch
+  is being written again and again and nothing new of that topic lands;
 - `partitions`: its consumer group has left it without a partition of its topics for longer
   than the grace period (no broker, or more sinks than partitions).
 
@@ -30,9 +30,9 @@ PREFIX = "railtrace_sink_"
 
 @dataclass(frozen=True, slots=True)
 class Readings:
-    """What the sink reports at one monotonic instant `now`: since when writes to the store
-    have been failing (None: the last one went through), and since when it has held no
-    partition of its topics (None: it holds some)."""
+    """What the sink reports at one monotonic instant `now`: since when the writes of a
+    topic's batch have been failing, the longest failing of them (None: no batch is failing),
+    and since when it has held no partition of its topics (None: it holds some)."""
 
     now: float
     failing_since: float | None
