@@ -197,7 +197,10 @@ def _assert_own_probes(s: Stack) -> None:
     assert (status, orjson.loads(body)["problems"]) == (200, []), body
     sink = _prometheus(s.probe("sink", "/metrics")[1].decode())
     assert sink[("railtrace_sink_rows_written_total", 'table="dead_letters"')] >= 6
-    assert sum(v for k, v in sink.items() if k[0] == "railtrace_sink_lag_messages") == 0
+    # the lag of every topic it holds: a moment's, once seen as 34 right after the API's
+    # scrape above had seen 0, so not asserted 0 here
+    lagged = {k[1] for k in sink if k[0] == "railtrace_sink_lag_messages"}
+    assert f'topic="{s.env["RAILTRACE_KAFKA__TOPIC_PREFIX"]}.link-samples.v2"' in lagged
     assert sink[("railtrace_sink_partitions", "")] == 28  # its 7 topics
     assert sink[("railtrace_sink_healthy", "")] == 1
     status, body = s.probe("sink", "/healthz")
