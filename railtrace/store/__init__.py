@@ -1,6 +1,6 @@
 """Where verdicts, link telemetry, cabling and node events, job facts and dead letters are
 kept: ClickHouse, embedded (chDB, one directory per process) or on a server, behind the one
-`Store` protocol.
+`Store` class.
 
 The schema is declared once in `railtrace.store.schema`; callers hand records and get records
 or `JobSummary` rows back, never SQL rows.
@@ -12,12 +12,12 @@ from railtrace.store.base import (
     LinkTotal,
     NodeSummary,
     SampleSeries,
-    Store,
     StoreError,
     StoreLockedError,
 )
 from railtrace.store.factory import open_store
 from railtrace.store.owner import Owner, read_owner, remove_owner, write_owner
+from railtrace.store.sql_store import Store
 
 __all__ = [
     "JobActivity",

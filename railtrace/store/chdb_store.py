@@ -25,7 +25,7 @@ from railtrace.private import private_dir
 from railtrace.store.base import StoreError, StoreLockedError
 from railtrace.store.owner import read_owner, remove_owner, status_locked, write_owner
 from railtrace.store.schema import DEFAULT_DATABASE, Table
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.sql_store import Store
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ _open_session: Callable[[str], _Session] = chdb.session.Session
 _connect: Callable[[str], _Session] = chdb.connect
 
 
-class ChdbStore(SqlStore):
+class ChdbStore(Store):
     """Store backed by chDB under `data_dir`; one data directory per process at a time."""
 
     def __init__(

@@ -7,7 +7,7 @@ driver (chDB alone takes about a third of a second to import).
 from __future__ import annotations
 
 from railtrace.settings import StoreSettings
-from railtrace.store.base import Store
+from railtrace.store.sql_store import Store
 
 
 def open_store(settings: StoreSettings) -> Store:
