@@ -67,7 +67,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from railtrace.settings import Settings, load_settings
 from railtrace.store import open_store
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.store.schema import qualified
+from railtrace.store.columns import qualified
 from railtrace.store.sql_store import Store
 from railtrace.topology import Fabric
 from railtrace.topology.attrs import Role

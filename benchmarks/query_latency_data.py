@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from railtrace.store.schema import qualified
+from railtrace.store.columns import qualified
 from railtrace.store.sql_store import Store
 from railtrace.streams.records import (
     Candidate,

@@ -23,8 +23,9 @@ import pyarrow as pa
 
 from railtrace.private import private_dir
 from railtrace.store.base import StoreError, StoreLockedError
+from railtrace.store.columns import Table
 from railtrace.store.owner import read_owner, remove_owner, status_locked, write_owner
-from railtrace.store.schema import DEFAULT_DATABASE, Table
+from railtrace.store.schema import DEFAULT_DATABASE
 from railtrace.store.sql_store import Store
 
 log = logging.getLogger(__name__)

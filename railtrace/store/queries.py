@@ -24,7 +24,8 @@ from railtrace.store.base import (
     SampleSeries,
     StoreError,
 )
-from railtrace.store.schema import TABLES, TABLES_BY_NAME, qualified
+from railtrace.store.columns import qualified
+from railtrace.store.schema import TABLES, TABLES_BY_NAME
 from railtrace.store.verdict_codec import decode_verdict
 from railtrace.streams import codec
 from railtrace.streams.records import (

@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import clickhouse_connect
 import pyarrow as pa
 
-from railtrace.store.schema import DEFAULT_DATABASE, Table
+from railtrace.store.columns import Table
+from railtrace.store.schema import DEFAULT_DATABASE
 from railtrace.store.sql_store import Store
 
 log = logging.getLogger(__name__)

@@ -11,15 +11,16 @@ import logging
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Self, TypeVar
+from collections.abc import Sequence
+from typing import Any, Self
 
 import pyarrow as pa
 
 from railtrace.store import migrations
 from railtrace.store import rows as to_arrow
+from railtrace.store.columns import Table, check_identifier, qualified
 from railtrace.store.queries import Queries
-from railtrace.store.schema import TABLES_BY_NAME, Table, check_identifier, qualified
+from railtrace.store.schema import TABLES_BY_NAME
 from railtrace.streams.records import (
     CablingEvent,
     DeadLetter,
@@ -31,8 +32,6 @@ from railtrace.streams.records import (
 )
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R")
 
 
 class _VersionClock:
@@ -104,19 +103,19 @@ class Store(Queries):
         return migrations.status(done)
 
     def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None:
-        self._write("link_samples", rows, to_arrow.link_samples)
+        self._write("link_samples", [s for s, _ in rows], link_id=[i for _, i in rows])
 
     def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None:
-        self._write("link_events", rows, to_arrow.link_events)
+        self._write("link_events", [e for e, _ in rows], link_id=[i for _, i in rows])
 
     def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None:
-        self._write("cabling_events", rows, to_arrow.cabling_events)
+        self._write("cabling_events", rows)
 
     def write_node_events(self, rows: Sequence[NodeEvent]) -> None:
-        self._write("node_events", rows, to_arrow.node_events)
+        self._write("node_events", rows)
 
     def write_job_facts(self, rows: Sequence[JobFact]) -> None:
-        self._write("job_facts", rows, to_arrow.job_facts)
+        self._write("job_facts", rows)
 
     def write_verdicts(
         self, rows: Sequence[Verdict], versions: Sequence[int] | None = None
@@ -125,27 +124,23 @@ class Store(Queries):
         wins (by default, later writes). A streaming sink passes versions taken from the
         verdict topic, so a redelivered old verdict never replaces a newer one."""
         if versions is None:
-            self._write("verdicts", rows, lambda b: to_arrow.verdicts(b, self._clock.take(len(b))))
-            return
+            versions = self._clock.take(len(rows))
         if len(versions) != len(rows):
             raise ValueError("one version per verdict")
-        pairs = list(zip(rows, versions, strict=True))
-        self._write(
-            "verdicts", pairs, lambda b: to_arrow.verdicts([v for v, _ in b], [n for _, n in b])
-        )
+        self._write("verdicts", rows, updated_at=versions)
 
     def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None:
-        self._write("dead_letters", rows, to_arrow.dead_letters)
+        self._write("dead_letters", rows)
 
-    def _write(
-        self, name: str, rows: Sequence[R], build: Callable[[Sequence[R]], pa.Table]
-    ) -> None:
+    def _write(self, name: str, records: Sequence[Any], **given: Sequence[Any]) -> None:
         """Insert in blocks of `batch_rows`; the blocks are cut the same way on a retry, so
         their dedup tokens match and the retried blocks are dropped."""
         table = TABLES_BY_NAME[name]
-        for start in range(0, len(rows), self._batch_rows):
+        for start in range(0, len(records), self._batch_rows):
             began = time.perf_counter()
-            data = build(rows[start : start + self._batch_rows])
+            end = start + self._batch_rows
+            block = {column: values[start:end] for column, values in given.items()}
+            data = to_arrow.build(table, records[start:end], **block)
             self._insert(table, data, to_arrow.dedup_token(data))
             log.debug(
                 "rows written",
