@@ -67,8 +67,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from railtrace.settings import Settings, load_settings
 from railtrace.store import open_store
 from railtrace.store.chdb_store import ChdbStore
-from railtrace.store.schema import qualified
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.columns import qualified
+from railtrace.store.sql_store import Store
 from railtrace.topology import Fabric
 from railtrace.topology.attrs import Role
 from railtrace.topology.ends import Endpoint
@@ -240,20 +240,15 @@ def progress() -> Progress:
     )
 
 
-def open_chdb(settings: Settings, path: Path, database: str = DATABASE) -> SqlStore:
+def open_chdb(settings: Settings, path: Path, database: str = DATABASE) -> Store:
     """Open the embedded store as the CLI does (`open_store` from the settings), on `path`.
 
-    The loader runs SQL of its own beside the store's methods, so it needs the SQL store
-    underneath the `Store` protocol; a ClickHouse server URL in the settings is refused, as
-    this benchmark is about the embedded store."""
+    The loader runs SQL of its own beside the store's methods (`Store.select`); a ClickHouse
+    server URL in the settings is refused, as this benchmark is about the embedded store."""
     if settings.store.clickhouse_url:
         raise SystemExit("store.clickhouse_url is set: this benchmark measures embedded chDB")
     store_settings = settings.store.model_copy(update={"data_dir": path, "database": database})
-    store = open_store(store_settings)
-    if not isinstance(store, SqlStore):
-        store.close()
-        raise SystemExit(f"expected a SQL store, got {type(store).__name__}")
-    return store
+    return open_store(store_settings)
 
 
 def iso(ns: int) -> str:
@@ -267,7 +262,7 @@ def random_window(rng: random.Random, span: data.Span, window_s: int) -> tuple[i
     return since, since + window_s * data.NS
 
 
-def parts_of(store: SqlStore, database: str, table: str) -> dict[str, float]:
+def parts_of(store: Store, database: str, table: str) -> dict[str, float]:
     """Active parts of a table: count, rows and bytes (system.parts)."""
     row = store.select(
         "SELECT count() AS parts, sum(rows) AS rows, sum(bytes_on_disk) AS disk, "
@@ -279,7 +274,7 @@ def parts_of(store: SqlStore, database: str, table: str) -> dict[str, float]:
     return {k: float(v or 0) for k, v in row.items()}
 
 
-def wait_for_merges(store: SqlStore, database: str, limit_s: float) -> float:
+def wait_for_merges(store: Store, database: str, limit_s: float) -> float:
     """Wait (up to `limit_s`) until no merge has run on the database for 5 s: queries on a
     store that has run for a while meet merged parts, not the parts of a fresh bulk load.
     (Merges are scheduled a moment after an insert, hence the quiet period.)"""
@@ -531,7 +526,7 @@ def history_params(inputs: Inputs, rng: random.Random) -> dict[str, Any]:
 SqlRequest = tuple[str, str | None, Callable[[random.Random], int]]
 
 
-def sql_requests(store: SqlStore, inputs: Inputs, alt: dict[str, str]) -> list[SqlRequest]:
+def sql_requests(store: Store, inputs: Inputs, alt: dict[str, str]) -> list[SqlRequest]:
     """Every SQL-level measurement: the store methods the link endpoints call (`link_series`,
     `worst_links`, `job_activity`), beside them the raw queries of this file, and variants
     that show what the layout costs. Each request returns the rows it got back, so one that
@@ -671,7 +666,7 @@ def run_threads(
     return result
 
 
-def alt_layout(store: SqlStore, layout: str) -> str:
+def alt_layout(store: Store, layout: str) -> str:
     """Copy the samples into the other layout (server-side) and say what it cost; returns the
     copy's table name."""
     name, statements = ALT_LAYOUTS[layout]
@@ -702,7 +697,7 @@ def alt_layout(store: SqlStore, layout: str) -> str:
     return table
 
 
-def race_check(store: SqlStore, jobs: list[str], clients: int, seconds: float) -> str:
+def race_check(store: Store, jobs: list[str], clients: int, seconds: float) -> str:
     """`clients` threads ask the store for random verdicts and check each answer is the
     verdict of the job asked for (chDB once mixed up concurrent queries' parameters)."""
     tally: Counter[str] = Counter()

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from railtrace.store.schema import qualified
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.columns import qualified
+from railtrace.store.sql_store import Store
 from railtrace.streams.records import (
     Candidate,
     CauseKind,
@@ -191,7 +191,7 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def create_series_table(store: SqlStore, series: list[Series]) -> None:
+def create_series_table(store: Store, series: list[Series]) -> None:
     """The series as a Join-engine table keyed by index, read with joinGet by the loader:
     a hash lookup per row, about 10 ns, and no 12,000-element literal in every statement."""
     table = qualified(BENCH_DATABASE, SERIES_TABLE)

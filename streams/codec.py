@@ -1,8 +1,8 @@
 """Records to and from JSON-able dicts, for Kafka messages and for state snapshots.
 
-One codec for every frozen record in `railtrace.streams.records`: each dict carries its type
-under "t", nested records and tuples are rebuilt from the dataclass field types. Pure; orjson
-does the bytes at the edges.
+One codec for every frozen record in `railtrace.streams.records` (each of its `MODULES`): each
+dict carries its type under "t", nested records and tuples are rebuilt from the dataclass field
+types. Pure; orjson does the bytes at the edges.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ T = TypeVar("T")
 #: fabric's own types they hold (a cable and its ends).
 RECORD_TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
-    for module in (records, ends)
+    for module in (*records.MODULES, ends)
     for cls in vars(module).values()
     if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
 }
@@ -62,7 +62,7 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 def _hints(cls: type[Any]) -> dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls, vars(records))
+        hints = _HINTS[cls] = typing.get_type_hints(cls)  # in the namespace of its module
     return hints
 
 

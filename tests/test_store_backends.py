@@ -24,14 +24,14 @@ import store_samples as s
 from railtrace.store import NodeSummary, StoreError, migrations
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.store.schema import TABLES, statements
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.sql_store import Store
 from railtrace.streams.records import CablingEvent, JobState, LinkEventKind, NodeEvent
 from railtrace.topology.ends import CablingKind, Endpoint
 
 SERVER_URL = os.environ.get("RAILTRACE_TEST_CLICKHOUSE_URL")
 
 
-def _server_store(batch_rows: int) -> SqlStore:
+def _server_store(batch_rows: int) -> Store:
     from railtrace.store.server_store import ClickHouseServerStore
 
     url = gates.configured("clickhouse_server", SERVER_URL, "RAILTRACE_TEST_CLICKHOUSE_URL")
@@ -50,14 +50,14 @@ def _server_store(batch_rows: int) -> SqlStore:
         pytest.param("clickhouse-server", marks=pytest.mark.clickhouse_server),
     ]
 )
-def open_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., SqlStore]]:
+def open_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Store]]:
     """Opens an unmigrated store of the backend under test; closes (and on a server drops)
     it after the test."""
     with contextlib.ExitStack() as cleanup:
 
-        def open_(batch_rows: int = 50_000) -> SqlStore:
+        def open_(batch_rows: int = 50_000) -> Store:
             if request.param == "chdb":
-                store: SqlStore = ChdbStore(tmp_path / "data", batch_rows=batch_rows)
+                store: Store = ChdbStore(tmp_path / "data", batch_rows=batch_rows)
                 cleanup.callback(store.close)
             else:
                 store = _server_store(batch_rows)
@@ -69,19 +69,19 @@ def open_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
 
 
 @pytest.fixture
-def store(open_raw: Callable[..., SqlStore]) -> SqlStore:
+def store(open_raw: Callable[..., Store]) -> Store:
     store = open_raw()
     store.migrate()
     return store
 
 
-def raw_count(store: SqlStore, table: str) -> int:
+def raw_count(store: Store, table: str) -> int:
     """Rows physically present, without FINAL: what block deduplication alone left."""
     result = store.select(f"SELECT count() AS n FROM {store.database}.{table}")
     return int(result["n"][0].as_py())
 
 
-def test_migrate_is_idempotent_and_creates_every_table(store: SqlStore) -> None:
+def test_migrate_is_idempotent_and_creates_every_table(store: Store) -> None:
     store.migrate()
     store.ping()
     tables = ("link_samples", "link_events", "cabling_events", "node_events", "job_facts")
@@ -89,17 +89,17 @@ def test_migrate_is_idempotent_and_creates_every_table(store: SqlStore) -> None:
         assert store.count(table) == 0
 
 
-def test_ping_says_to_migrate_when_tables_are_missing(open_raw: Callable[..., SqlStore]) -> None:
+def test_ping_says_to_migrate_when_tables_are_missing(open_raw: Callable[..., Store]) -> None:
     with pytest.raises(StoreError, match="run migrate"):
         open_raw().ping()
 
 
-def _select(store: SqlStore, sql: str) -> list[dict[str, Any]]:
+def _select(store: Store, sql: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = store.select(sql.format(db=store.database)).to_pylist()
     return rows
 
 
-def test_link_samples_round_trip(store: SqlStore) -> None:
+def test_link_samples_round_trip(store: Store) -> None:
     sample, link_id = s.link_sample()
     store.write_link_samples([(sample, link_id), s.link_sample(1, link_id="")])
     got = _select(
@@ -120,7 +120,7 @@ def test_link_samples_round_trip(store: SqlStore) -> None:
     assert got[1]["link_id"] == ""
 
 
-def test_link_events_round_trip(store: SqlStore) -> None:
+def test_link_events_round_trip(store: Store) -> None:
     event, link_id = s.link_event()
     store.write_link_events([(event, link_id)])
     got = _select(
@@ -141,7 +141,7 @@ def test_link_events_round_trip(store: SqlStore) -> None:
     ]
 
 
-def test_a_rate_events_sampling_span_is_stored_and_read_back(store: SqlStore) -> None:
+def test_a_rate_events_sampling_span_is_stored_and_read_back(store: Store) -> None:
     # Attribution measures a rate's anomaly from the start of its sampling interval: an
     # event read back from the store must score as it did when it was detected.
     event, link_id = s.link_event()
@@ -150,7 +150,7 @@ def test_a_rate_events_sampling_span_is_stored_and_read_back(store: SqlStore) ->
     assert store.link_events_between([link_id], burst.ts_ns, burst.ts_ns) == [(burst, link_id)]
 
 
-def test_job_facts_round_trip_with_their_origin(store: SqlStore) -> None:
+def test_job_facts_round_trip_with_their_origin(store: Store) -> None:
     facts = s.job_facts()
     store.write_job_facts(facts)
     got = _select(
@@ -175,7 +175,7 @@ def test_job_facts_round_trip_with_their_origin(store: SqlStore) -> None:
     ]
 
 
-def test_dead_letters_round_trip_with_raw_bytes(store: SqlStore) -> None:
+def test_dead_letters_round_trip_with_raw_bytes(store: Store) -> None:
     letter = s.dead_letter()
     store.write_dead_letters([letter])
     got = _select(
@@ -192,7 +192,7 @@ def test_dead_letters_round_trip_with_raw_bytes(store: SqlStore) -> None:
     ]
 
 
-RETRIES: dict[str, Callable[[SqlStore], None]] = {
+RETRIES: dict[str, Callable[[Store], None]] = {
     "link_samples": lambda st: st.write_link_samples([s.link_sample(i) for i in range(5)]),
     "link_events": lambda st: st.write_link_events([s.link_event(i) for i in range(5)]),
     "job_facts": lambda st: st.write_job_facts(s.job_facts()),
@@ -203,7 +203,7 @@ RETRIES: dict[str, Callable[[SqlStore], None]] = {
 @pytest.mark.parametrize("batch_rows", [50_000, 2], ids=["one block", "blocks of 2"])
 @pytest.mark.parametrize("table", RETRIES)
 def test_a_retried_identical_batch_is_dropped(
-    open_raw: Callable[..., SqlStore], table: str, batch_rows: int
+    open_raw: Callable[..., Store], table: str, batch_rows: int
 ) -> None:
     store = open_raw(batch_rows=batch_rows)
     store.migrate()
@@ -214,7 +214,7 @@ def test_a_retried_identical_batch_is_dropped(
 
 
 @pytest.mark.parametrize("years_ago", [1, 3])
-def test_a_replayed_old_capture_survives_retention(store: SqlStore, years_ago: int) -> None:
+def test_a_replayed_old_capture_survives_retention(store: Store, years_ago: int) -> None:
     sample, link_id = s.link_sample()
     old = dataclasses.replace(sample, ts_ns=sample.ts_ns - years_ago * 366 * 86_400 * s.SECOND)
     event, _ = s.link_event()
@@ -225,13 +225,13 @@ def test_a_replayed_old_capture_survives_retention(store: SqlStore, years_ago: i
         assert store.count(table) == 1, f"{table} lost a row whose event time is old"
 
 
-def test_a_sample_redelivered_in_a_different_batch_is_one_row(store: SqlStore) -> None:
+def test_a_sample_redelivered_in_a_different_batch_is_one_row(store: Store) -> None:
     store.write_link_samples([s.link_sample(0), s.link_sample(1)])
     store.write_link_samples([s.link_sample(0), s.link_sample(2)])
     assert store.count("link_samples") == 3
 
 
-def test_a_link_event_seen_again_is_one_row_with_the_latest_detail(store: SqlStore) -> None:
+def test_a_link_event_seen_again_is_one_row_with_the_latest_detail(store: Store) -> None:
     store.write_link_events([s.link_event(0, detail="first look")])
     store.write_link_events([s.link_event(0, detail="second look")])
     assert store.count("link_events") == 1
@@ -239,7 +239,7 @@ def test_a_link_event_seen_again_is_one_row_with_the_latest_detail(store: SqlSto
     assert got == [{"detail": "second look"}]
 
 
-def test_two_detectors_on_one_port_at_one_instant_are_two_rows(store: SqlStore) -> None:
+def test_two_detectors_on_one_port_at_one_instant_are_two_rows(store: Store) -> None:
     """in-errors and in-fcs-errors bursting together, or both directions' traffic dropping:
     one row per (device, interface, kind, ts) kept only one of them."""
     errors, link_id = s.link_event(0)
@@ -254,18 +254,18 @@ def test_two_detectors_on_one_port_at_one_instant_are_two_rows(store: SqlStore) 
     assert {e for e, _ in got} == {errors, fcs}
 
 
-def test_verdict_round_trip_is_lossless(store: SqlStore) -> None:
+def test_verdict_round_trip_is_lossless(store: Store) -> None:
     verdict = s.verdict()
     store.write_verdicts([verdict])
     assert store.get_verdict(verdict.job_id) == verdict
 
 
-def test_unknown_job_has_no_verdict(store: SqlStore) -> None:
+def test_unknown_job_has_no_verdict(store: Store) -> None:
     store.write_verdicts([s.verdict("slurm-1")])
     assert store.get_verdict("slurm-2") is None
 
 
-def test_the_latest_verdict_wins_before_any_merge(store: SqlStore) -> None:
+def test_the_latest_verdict_wins_before_any_merge(store: Store) -> None:
     stalled = s.verdict("j", JobState.STALLED)
     slow = s.verdict("j", JobState.SLOW, confidence=0.5)
     healthy = s.verdict("j", JobState.HEALTHY, confidence=0.99)
@@ -279,7 +279,7 @@ def test_the_latest_verdict_wins_before_any_merge(store: SqlStore) -> None:
     assert store.count("verdicts") == 1
 
 
-def _five_jobs(store: SqlStore) -> None:
+def _five_jobs(store: Store) -> None:
     states = [JobState.STALLED, JobState.SLOW, JobState.HEALTHY, JobState.STALLED, JobState.UNKNOWN]
     for i, state in enumerate(states):
         store.write_verdicts([s.verdict(f"job-{i}", state)])
@@ -296,20 +296,20 @@ def _five_jobs(store: SqlStore) -> None:
     ],
 )
 def test_list_jobs_filters_by_state_newest_first(
-    store: SqlStore, state: JobState | None, expected: list[str]
+    store: Store, state: JobState | None, expected: list[str]
 ) -> None:
     _five_jobs(store)
     assert [j.job_id for j in store.list_jobs(state=state)] == expected
 
 
-def test_list_jobs_paginates_without_gaps_or_repeats(store: SqlStore) -> None:
+def test_list_jobs_paginates_without_gaps_or_repeats(store: Store) -> None:
     _five_jobs(store)
     pages = [store.list_jobs(limit=2, offset=o) for o in (0, 2, 4, 6)]
     assert [len(p) for p in pages] == [2, 2, 1, 0]
     assert [j.job_id for p in pages for j in p] == [j.job_id for j in store.list_jobs()]
 
 
-def test_job_summary_carries_the_verdict_headline(store: SqlStore) -> None:
+def test_job_summary_carries_the_verdict_headline(store: Store) -> None:
     verdict = dataclasses.replace(s.verdict(), decided_at_ns=None)
     store.write_verdicts([verdict])
     (job,) = store.list_jobs()
@@ -324,19 +324,19 @@ def test_job_summary_carries_the_verdict_headline(store: SqlStore) -> None:
     assert job.tied == ()
 
 
-def test_job_summary_of_a_tie_names_every_tied_candidate(store: SqlStore) -> None:
+def test_job_summary_of_a_tie_names_every_tied_candidate(store: Store) -> None:
     tie = dataclasses.replace(s.verdict("tied"), tied=(s.LINK.link_id, "leaf04:swp9--hgx-7:mlx5_1"))
     store.write_verdicts([tie, s.verdict("sure")])
     listed = {j.job_id: j.tied for j in store.list_jobs()}
     assert listed == {"tied": tie.tied, "sure": ()}
 
 
-def test_count_rejects_an_unknown_table(store: SqlStore) -> None:
+def test_count_rejects_an_unknown_table(store: Store) -> None:
     with pytest.raises(ValueError, match="no table 'nope'"):
         store.count("nope")
 
 
-def test_a_job_fact_redelivered_is_one_row(store: SqlStore) -> None:
+def test_a_job_fact_redelivered_is_one_row(store: Store) -> None:
     facts = s.job_facts()
     store.write_job_facts(facts)
     store.write_job_facts(facts[:1])  # a different block: not dropped by its token, merged by key
@@ -353,7 +353,7 @@ def _cabling(ts: int, device: str, interface: str, kind: CablingKind) -> Cabling
     return CablingEvent(ts, device, interface, kind, planned, seen, f"{interface} {kind}")
 
 
-def test_cabling_differences_are_each_ports_latest_event_unless_resolved(store: SqlStore) -> None:
+def test_cabling_differences_are_each_ports_latest_event_unless_resolved(store: Store) -> None:
     t = 1_780_000_000 * 10**9
     events = [
         _cabling(t, "leaf1", "swp1", CablingKind.MISWIRED),
@@ -389,7 +389,7 @@ def _node_event(
     )
 
 
-def test_node_state_is_what_its_newest_event_left_with_the_last_decision(store: SqlStore) -> None:
+def test_node_state_is_what_its_newest_event_left_with_the_last_decision(store: Store) -> None:
     t = 1_780_000_000 * 10**9
     gpu1 = [
         _node_event(t, "gpu1", 13, False),
@@ -417,7 +417,7 @@ def test_node_state_is_what_its_newest_event_left_with_the_last_decision(store: 
 
 
 def test_migrate_records_every_version_once_and_a_second_run_applies_nothing(
-    open_raw: Callable[..., SqlStore],
+    open_raw: Callable[..., Store],
 ) -> None:
     store = open_raw()
     assert [m.version for m in store.migrate()] == [m.version for m in migrations.MIGRATIONS]
@@ -427,7 +427,7 @@ def test_migrate_records_every_version_once_and_a_second_run_applies_nothing(
 
 
 def test_a_database_from_before_the_ledger_is_adopted_without_losing_rows(
-    open_raw: Callable[..., SqlStore],
+    open_raw: Callable[..., Store],
 ) -> None:
     store = open_raw()
     for sql in statements(store.database):  # how railtrace made its schema before migrations
@@ -437,7 +437,7 @@ def test_a_database_from_before_the_ledger_is_adopted_without_losing_rows(
     assert store.get_verdict("slurm-1") is not None
 
 
-def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., SqlStore]) -> None:
+def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., Store]) -> None:
     store = open_raw()
     first = migrations.MIGRATIONS[0]
     store._execute(f"CREATE DATABASE IF NOT EXISTS {store.database}")
@@ -458,7 +458,7 @@ def test_a_database_at_version_1_gets_the_later_tables(open_raw: Callable[..., S
     assert store.count("node_events") == 0
 
 
-def test_queries_from_many_threads_at_once_each_get_their_own_answer(store: SqlStore) -> None:
+def test_queries_from_many_threads_at_once_each_get_their_own_answer(store: Store) -> None:
     """The API serves from a thread pool; chDB mixed up concurrent statements' parameters."""
     store.write_verdicts([s.verdict(f"job-{i}", JobState.STALLED) for i in range(8)])
 
@@ -511,7 +511,7 @@ def _fault_samples(errors: list[float], link_id: str = s.LINK.link_id) -> list[A
 
 
 def test_the_worst_links_come_from_a_rollup_that_a_retried_batch_does_not_double(
-    store: SqlStore,
+    store: Store,
 ) -> None:
     batch = _fault_samples([0.0, 5.0, 7.0])
     store.write_link_samples(batch)
@@ -528,7 +528,7 @@ def test_the_worst_links_come_from_a_rollup_that_a_retried_batch_does_not_double
 
 
 def test_migrating_to_the_rollup_counts_the_samples_already_stored_once(
-    open_raw: Callable[..., SqlStore],
+    open_raw: Callable[..., Store],
 ) -> None:
     store = open_raw()
     store._execute(f"CREATE DATABASE IF NOT EXISTS {store.database}")
@@ -549,7 +549,7 @@ def test_migrating_to_the_rollup_counts_the_samples_already_stored_once(
 
 
 def test_reads_from_many_threads_see_what_another_thread_writes_meanwhile(
-    store: SqlStore,
+    store: Store,
 ) -> None:
     written = threading.Event()
 
@@ -573,7 +573,7 @@ def test_reads_from_many_threads_see_what_another_thread_writes_meanwhile(
 PAST_SCHEMAS = Path(__file__).parent / "fixtures" / "store"
 
 
-def _past_store(open_raw: Callable[..., SqlStore], version: int, ledger: bool = True) -> SqlStore:
+def _past_store(open_raw: Callable[..., Store], version: int, ledger: bool = True) -> Store:
     """A store exactly as the release whose newest migration was `version` made it: that
     release's rendered DDL, and its ledger (without: a release before the ledger)."""
     store = open_raw()
@@ -597,7 +597,7 @@ def _past_store(open_raw: Callable[..., SqlStore], version: int, ledger: bool = 
     return store
 
 
-def _live_shape(store: SqlStore, table: str) -> tuple[list[tuple[str, str]], str]:
+def _live_shape(store: Store, table: str) -> tuple[list[tuple[str, str]], str]:
     """A table's (column, type) list in order and its sorting key, as the database has them."""
     cols = store.select(
         "SELECT name, type FROM system.columns WHERE database = {db:String} "
@@ -612,7 +612,7 @@ def _live_shape(store: SqlStore, table: str) -> tuple[list[tuple[str, str]], str
     return [(c["name"], c["type"]) for c in cols], key["sorting_key"].strip("()")
 
 
-def _engine(store: SqlStore, table: str) -> str:
+def _engine(store: Store, table: str) -> str:
     (row,) = store.select(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = {t:String}",
         {"db": store.database, "t": table},
@@ -626,7 +626,7 @@ def _engine(store: SqlStore, table: str) -> str:
     ids=["v2-before-the-ledger", "v2", "v3", "v4"],
 )
 def test_a_store_made_by_an_older_release_migrates_to_the_declared_schema_with_its_rows(
-    open_raw: Callable[..., SqlStore], version: int, ledger: bool
+    open_raw: Callable[..., Store], version: int, ledger: bool
 ) -> None:
     store = _past_store(open_raw, version, ledger)
     event, link_id = s.link_event(0)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 import store_samples as s
 
 from railtrace.store import rows
+from railtrace.store.columns import GIVEN, Column, Table
 from railtrace.store.schema import TABLES, TABLES_BY_NAME, render_ddl, statements
+from railtrace.streams.records import LinkSample
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_SQL = REPO / "deploy" / "clickhouse" / "schema.sql"
@@ -73,14 +77,25 @@ def test_rows_with_identity_are_replaced_by_key(
     assert (spec.engine, spec.order_by, spec.partition_by) == (engine, key, None)
 
 
+def _build(table: str, records: list[Any], **given: list[Any]) -> pa.Table:
+    return rows.build(TABLES_BY_NAME[table], records, **given)
+
+
+def _samples(*pairs: tuple[LinkSample, str]) -> pa.Table:
+    return _build("link_samples", [p for p, _ in pairs], link_id=[i for _, i in pairs])
+
+
 @pytest.mark.parametrize(
     ("table", "build"),
     [
-        ("link_samples", lambda: rows.link_samples([s.link_sample()])),
-        ("link_events", lambda: rows.link_events([s.link_event()])),
-        ("job_facts", lambda: rows.job_facts(s.job_facts())),
-        ("verdicts", lambda: rows.verdicts([s.verdict()], [1])),
-        ("dead_letters", lambda: rows.dead_letters([s.dead_letter()])),
+        ("link_samples", lambda: _samples(s.link_sample())),
+        (
+            "link_events",
+            lambda: _build("link_events", [s.link_event()[0]], link_id=[s.link_event()[1]]),
+        ),
+        ("job_facts", lambda: _build("job_facts", s.job_facts())),
+        ("verdicts", lambda: _build("verdicts", [s.verdict()], updated_at=[1])),
+        ("dead_letters", lambda: _build("dead_letters", [s.dead_letter()])),
     ],
 )
 def test_writers_build_exactly_the_insert_columns(
@@ -94,7 +109,7 @@ def test_writers_build_exactly_the_insert_columns(
 
 
 def test_every_fact_kind_has_a_stable_name() -> None:
-    kinds = rows.job_facts(s.job_facts()).column("kind").to_pylist()
+    kinds = _build("job_facts", s.job_facts()).column("kind").to_pylist()
     assert kinds == [
         "net-devices",
         "rank-info",
@@ -123,7 +138,60 @@ def test_database_names_must_be_plain_identifiers(database: str) -> None:
 
 
 def test_same_records_give_the_same_dedup_token_and_others_do_not() -> None:
-    one = rows.dedup_token(rows.link_samples([s.link_sample(0), s.link_sample(1)]))
-    again = rows.dedup_token(rows.link_samples([s.link_sample(0), s.link_sample(1)]))
-    other = rows.dedup_token(rows.link_samples([s.link_sample(0), s.link_sample(2)]))
+    one = rows.dedup_token(_samples(s.link_sample(0), s.link_sample(1)))
+    again = rows.dedup_token(_samples(s.link_sample(0), s.link_sample(1)))
+    other = rows.dedup_token(_samples(s.link_sample(0), s.link_sample(2)))
     assert one == again != other
+
+
+@dataclass(frozen=True)
+class _Reading:
+    ts_ns: int
+    device: str
+    value: float
+
+
+def _readings(*columns: Column) -> Table:
+    return Table(
+        name="readings",
+        comment="",
+        columns=columns,
+        engine="MergeTree",
+        order_by=("device",),
+        ttl="",
+        record=_Reading,
+    )
+
+
+def test_a_column_is_filled_from_the_record_field_it_names_or_computes_or_is_given() -> None:
+    table = _readings(
+        Column("device", "String", pa.string()),
+        Column("ts", "Int64", pa.int64(), source="ts_ns"),
+        Column("twice", "Float64", pa.float64(), source=lambda r: 2 * r.value),
+        Column("batch", "String", pa.string(), source=GIVEN),
+    )
+    data = rows.build(table, [_Reading(5, "leaf01", 1.5)], batch=["b1"])
+    assert data.to_pylist() == [{"device": "leaf01", "ts": 5, "twice": 3.0, "batch": "b1"}]
+
+
+def test_a_column_naming_a_field_its_record_lacks_is_refused_when_declared() -> None:
+    with pytest.raises(ValueError, match="_Reading has no field 'rate'"):
+        _readings(Column("rate", "Float64", pa.float64()))
+
+
+def test_every_fact_type_is_checked_against_the_columns_it_fills() -> None:
+    with pytest.raises(ValueError, match="has no field 'rank'"):
+        Table(
+            name="facts",
+            comment="",
+            columns=(Column("rank", "Int32", pa.int32()),),
+            engine="MergeTree",
+            order_by=("rank",),
+            ttl="",
+            record=TABLES_BY_NAME["job_facts"].record,
+        )
+
+
+def test_a_write_without_the_columns_its_writer_must_give_is_refused() -> None:
+    with pytest.raises(ValueError, match="given"):
+        _build("link_samples", [s.link_sample()[0]])

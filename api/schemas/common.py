@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from railtrace.topology.ends import Endpoint, LinkRef
 
 _NS = 1_000_000_000
+
+M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+
+
+def model_from(model: type[M], record: object, **computed: Any) -> M:
+    """`model` showing `record`: each field not `computed` is the record's attribute of the
+    same name. The model's fields are the one list of what the API shows of a record, so a
+    shown field is added to the model alone; a model field the record lacks and that is not
+    computed fails at once (AttributeError) instead of showing a default."""
+    copied = {name: getattr(record, name) for name in model.model_fields if name not in computed}
+    return model(**copied, **computed)
+
+
+def record_from(record: type[R], model: BaseModel, **computed: Any) -> R:
+    """The inverse of `model_from`: the dataclass `record` with each field the model has and
+    `computed` does not taken from the model; the record's other fields keep their defaults."""
+    shown = type(model).model_fields
+    copied = {
+        f.name: getattr(model, f.name)
+        for f in dataclasses.fields(record)  # type: ignore[arg-type]
+        if f.name in shown and f.name not in computed
+    }
+    return record(**copied, **computed)
 
 
 def iso_utc(ts_ns: int) -> str:
@@ -31,10 +56,10 @@ class EndpointOut(BaseModel):
 
     @classmethod
     def from_record(cls, e: Endpoint) -> EndpointOut:
-        return cls(device=e.device, interface=e.interface)
+        return model_from(cls, e)
 
     def to_record(self) -> Endpoint:
-        return Endpoint(device=self.device, interface=self.interface)
+        return record_from(Endpoint, self)
 
 
 class LinkOut(BaseModel):

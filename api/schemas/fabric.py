@@ -7,7 +7,7 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
-from railtrace.api.schemas.common import EndpointOut, iso_utc
+from railtrace.api.schemas.common import EndpointOut, iso_utc, model_from
 from railtrace.store import SampleSeries
 from railtrace.streams.records import (
     CablingEvent,
@@ -30,13 +30,12 @@ class CablingDifferenceOut(BaseModel):
 
     @classmethod
     def from_record(cls, e: CablingEvent) -> CablingDifferenceOut:
-        return cls(
-            device=e.device,
-            interface=e.interface,
+        return model_from(
+            cls,
+            e,
             kind=cast(DifferenceKind, e.kind.value),  # `resolved` rows never reach here
             planned=None if e.planned is None else EndpointOut.from_record(e.planned),
             seen=None if e.seen is None else EndpointOut.from_record(e.seen),
-            detail=e.detail,
             since=iso_utc(e.ts_ns),
             since_ns=e.ts_ns,
         )
@@ -91,15 +90,7 @@ class SeriesOut(BaseModel):
 
     @classmethod
     def from_record(cls, s: SampleSeries) -> SeriesOut:
-        return cls(
-            device=s.device,
-            interface=s.interface,
-            metric=s.metric,
-            qualifier=s.qualifier,
-            ts_ns=s.ts_ns,
-            mean=s.mean,
-            peak=s.peak,
-        )
+        return model_from(cls, s)
 
 
 class LinkEventOut(BaseModel):
@@ -113,15 +104,7 @@ class LinkEventOut(BaseModel):
 
     @classmethod
     def from_record(cls, e: LinkEvent) -> LinkEventOut:
-        return cls(
-            at=iso_utc(e.ts_ns),
-            ts_ns=e.ts_ns,
-            device=e.device,
-            interface=e.interface,
-            kind=e.kind.value,
-            value=e.value,
-            detail=e.detail,
-        )
+        return model_from(cls, e, at=iso_utc(e.ts_ns), kind=e.kind.value)
 
 
 class CrossingJobOut(BaseModel):

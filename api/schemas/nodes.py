@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from railtrace.api.schemas.common import iso_or_none, iso_utc
+from railtrace.api.schemas.common import iso_or_none, iso_utc, model_from
 from railtrace.store import NodeSummary
 from railtrace.streams.records import (
     NodeEvent,
@@ -29,16 +29,11 @@ class NodeOut(BaseModel):
 
     @classmethod
     def from_record(cls, n: NodeSummary) -> NodeOut:
-        return cls(
-            node=n.node,
-            quarantined=n.quarantined,
-            sdc_suspect=n.sdc_suspect,
-            reason=n.reason,
+        return model_from(
+            cls,
+            n,
             decided_at=iso_or_none(n.decided_at_ns),
-            decided_at_ns=n.decided_at_ns,
-            xids=n.xids,
             last_event_at=iso_utc(n.last_event_ns),
-            last_event_ns=n.last_event_ns,
         )
 
 
@@ -66,19 +61,9 @@ class NodeEventOut(BaseModel):
 
     @classmethod
     def from_record(cls, e: NodeEvent) -> NodeEventOut:
-        return cls(
-            at=iso_utc(e.ts_ns),
-            ts_ns=e.ts_ns,
-            kind=cast(Literal["xid", "release"], e.kind),
-            xid=e.xid,
-            pci=e.pci,
-            detail=e.detail,
-            quarantined=e.quarantined,
-            action=cast(Literal["quarantine", "release"], e.action) if e.action else None,
-            reason=e.reason,
-            line=e.line,
-            source=e.source,
-        )
+        # kind and action are copied as the record has them; the model checks they are
+        # among the values it shows, action "" (no change) showing as null.
+        return model_from(cls, e, at=iso_utc(e.ts_ns), action=e.action or None)
 
 
 class NodeDetailOut(BaseModel):

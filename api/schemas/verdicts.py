@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from railtrace.api.schemas.common import LinkOut, iso_or_none, iso_utc
+from railtrace.api.schemas.common import LinkOut, iso_or_none, iso_utc, model_from, record_from
 from railtrace.store import JobSummary
 from railtrace.streams.attribution.cost import cost_text, incident_cost
 from railtrace.streams.records import (
@@ -33,23 +33,10 @@ class EvidenceOut(BaseModel):
 
     @classmethod
     def from_record(cls, e: Evidence) -> EvidenceOut:
-        return cls(
-            ts=iso_utc(e.ts_ns),
-            ts_ns=e.ts_ns,
-            source=e.source,
-            kind=e.kind,
-            subject=e.subject,
-            detail=e.detail,
-        )
+        return model_from(cls, e, ts=iso_utc(e.ts_ns))
 
     def to_record(self) -> Evidence:
-        return Evidence(
-            ts_ns=self.ts_ns,
-            source=self.source,
-            kind=self.kind,
-            subject=self.subject,
-            detail=self.detail,
-        )
+        return record_from(Evidence, self)
 
 
 class CandidateOut(BaseModel):
@@ -62,21 +49,19 @@ class CandidateOut(BaseModel):
 
     @classmethod
     def from_record(cls, rank: int, c: Candidate) -> CandidateOut:
-        return cls(
+        return model_from(
+            cls,
+            c,
             rank=rank,
-            kind=c.kind,
             link=LinkOut.from_record(c.link),
-            node=c.node,
-            score=c.score,
             evidence=[EvidenceOut.from_record(e) for e in c.evidence],
         )
 
     def to_record(self) -> Candidate:
-        return Candidate(
-            kind=self.kind,
-            score=self.score,
+        return record_from(
+            Candidate,
+            self,
             link=self.link.to_record() if self.link else None,
-            node=self.node,
             evidence=tuple(e.to_record() for e in self.evidence),
         )
 
@@ -128,11 +113,9 @@ class CostOut(BaseModel):
         cost = incident_cost(v)
         if cost is None:
             return None
-        return cls(
-            gpus=cost.gpus,
-            to_verdict_s=cost.to_verdict_s,
-            to_watchdog_s=cost.to_watchdog_s,
-            watchdog_seen=cost.watchdog_seen,
+        return model_from(
+            cls,
+            cost,
             lost_gpu_hours=round(cost.lost_gpu_hours, 3),
             watchdog_gpu_hours=round(cost.watchdog_gpu_hours, 3),
             saved_gpu_hours=round(cost.saved_gpu_hours, 3),
@@ -188,13 +171,11 @@ class VerdictOut(BaseModel):
     @classmethod
     def from_record(cls, v: Verdict) -> VerdictOut:
         ranked = sorted(v.candidates, key=lambda c: -c.score)  # stable: ties keep their order
-        return cls(
-            job_id=v.job_id,
-            state=v.state,
+        return model_from(
+            cls,
+            v,
             stalled_at=iso_or_none(v.stalled_at_ns),
-            stalled_at_ns=v.stalled_at_ns,
             decided_at=iso_or_none(v.decided_at_ns),
-            decided_at_ns=v.decided_at_ns,
             cause=CauseOut(
                 kind=v.cause_kind,
                 link=LinkOut.from_record(v.cause_link),
@@ -205,36 +186,24 @@ class VerdictOut(BaseModel):
             ),
             candidates=[CandidateOut.from_record(i, c) for i, c in enumerate(ranked, 1)],
             evidence=[EvidenceOut.from_record(e) for e in v.evidence],
-            ranks=v.ranks,
-            hosts=v.hosts,
-            gpus=v.gpus,
             watchdog_at=iso_or_none(v.watchdog_at_ns),
-            watchdog_at_ns=v.watchdog_at_ns,
-            watchdog_seen=v.watchdog_seen,
             cost=CostOut.from_record(v),
         )
 
     def to_record(self) -> Verdict:
         """The Verdict this document shows, candidates in ranked order; times come from the
         `*_ns` fields, so nothing is lost to the ISO strings."""
-        return Verdict(
-            job_id=self.job_id,
-            state=self.state,
-            stalled_at_ns=self.stalled_at_ns,
-            decided_at_ns=self.decided_at_ns,
+        return record_from(
+            Verdict,
+            self,
             cause_kind=self.cause.kind,
             cause_link=self.cause.link.to_record() if self.cause.link else None,
             cause_node=self.cause.node,
             confidence=self.cause.confidence,
             candidates=tuple(c.to_record() for c in self.candidates),
             evidence=tuple(e.to_record() for e in self.evidence),
-            ranks=self.ranks,
-            hosts=self.hosts,
             diagnosis=self.cause.diagnosis,
             tied=tuple(self.cause.tied),
-            gpus=self.gpus,
-            watchdog_at_ns=self.watchdog_at_ns,
-            watchdog_seen=self.watchdog_seen,
         )
 
 
@@ -256,15 +225,11 @@ class JobSummaryOut(BaseModel):
 
     @classmethod
     def from_record(cls, j: JobSummary) -> JobSummaryOut:
-        return cls(
-            job_id=j.job_id,
-            state=j.state,
+        return model_from(
+            cls,
+            j,
             stalled_at=iso_or_none(j.stalled_at_ns),
             decided_at=iso_or_none(j.decided_at_ns),
-            cause_kind=j.cause_kind,
-            link_id=j.link_id,
-            node=j.node,
-            confidence=j.confidence,
             updated_at=iso_utc(j.updated_at_ns),
             tied=list(j.tied),
         )

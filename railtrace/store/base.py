@@ -1,32 +1,16 @@
-"""What a store is to its callers: the `Store` protocol, the job summary row, the errors.
-
-The CLI, the replay and the API depend on this protocol only, so the embedded chDB store and a
-ClickHouse server are interchangeable behind `open_store`.
+"""What a store hands back besides records (the job summary row and the other query
+results) and the errors it raises; the store itself is `sql_store.Store`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from railtrace.streams.records import (
-    CablingEvent,
-    CauseKind,
-    DeadLetter,
-    JobFact,
-    JobState,
-    LinkEvent,
-    LinkSample,
-    NodeEvent,
-    Verdict,
-)
-from railtrace.topology.ends import Endpoint
+from railtrace.streams.records import CauseKind, JobState
 
 if TYPE_CHECKING:
-    from railtrace.store.migrations import Migration
-    from railtrace.store.migrations import Status as MigrationStatus
     from railtrace.store.owner import Owner
 
 
@@ -121,122 +105,3 @@ class StoreLockedError(StoreError):
             f"the data directory {data_dir} is already open in another process{who}; "
             f"chDB lets only one process hold it at a time: {hint}"
         )
-
-
-class Store(Protocol):
-    """Writes take records (plus the resolved link id for telemetry) and return once the rows
-    are stored; a retried identical batch is dropped, so writers may retry freely."""
-
-    def migrate(self) -> list[Migration]:
-        """Apply the schema migrations the database lacks (see `migrations`); returns those
-        applied. Safe to run on every start."""
-        ...
-
-    def migration_status(self) -> list[MigrationStatus]:
-        """Every schema migration, with when this database got it (None: pending)."""
-        ...
-
-    def write_link_samples(self, rows: Sequence[tuple[LinkSample, str]]) -> None: ...
-
-    def write_link_events(self, rows: Sequence[tuple[LinkEvent, str]]) -> None: ...
-
-    def write_cabling_events(self, rows: Sequence[CablingEvent]) -> None: ...
-
-    def write_node_events(self, rows: Sequence[NodeEvent]) -> None: ...
-
-    def write_job_facts(self, rows: Sequence[JobFact]) -> None: ...
-
-    def write_verdicts(
-        self, rows: Sequence[Verdict], versions: Sequence[int] | None = None
-    ) -> None:
-        """Store verdicts as the current ones of their jobs: the row with the highest version
-        wins (by default, later writes). A streaming sink passes versions taken from the
-        verdict topic, so a redelivered old verdict never replaces a newer one."""
-        ...
-
-    def write_dead_letters(self, rows: Sequence[DeadLetter]) -> None: ...
-
-    def list_jobs(
-        self, state: JobState | None = None, limit: int = 100, offset: int = 0
-    ) -> list[JobSummary]:
-        """Current verdicts, most recently updated first."""
-        ...
-
-    def get_verdict(self, job_id: str) -> Verdict | None: ...
-
-    def cabling_differences(
-        self, device: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[CablingEvent]:
-        """The ports whose latest cabling event is a difference (not `resolved`), by device
-        and interface."""
-        ...
-
-    def list_nodes(
-        self, quarantined: bool | None = None, limit: int = 100, offset: int = 0
-    ) -> list[NodeSummary]:
-        """Nodes with node events, by name; only (non-)quarantined ones if asked."""
-        ...
-
-    def node_summary(self, node: str) -> NodeSummary | None:
-        """One node's state, None when it has no node events."""
-        ...
-
-    def node_events(self, node: str, limit: int = 100, offset: int = 0) -> list[NodeEvent]:
-        """One node's Xids and decisions, newest first."""
-        ...
-
-    def job_facts_of(
-        self, job_id: str, kinds: Sequence[str] | None = None, limit: int = 100_000
-    ) -> list[JobFact]:
-        """The job's facts (of `kinds`, as `rows.FACT_KINDS` names them; default all), in
-        the order they happened."""
-        ...
-
-    def link_events_between(
-        self, link_ids: Sequence[str], since_ns: int, until_ns: int, limit: int = 10_000
-    ) -> list[tuple[LinkEvent, str]]:
-        """Events of these links in [since_ns, until_ns], oldest first, with their link id."""
-        ...
-
-    def link_series(
-        self,
-        ends: Sequence[Endpoint],
-        since_ns: int,
-        until_ns: int,
-        step_ns: int,
-        metrics: Sequence[str] | None = None,
-        limit: int = 200_000,
-    ) -> list[SampleSeries]:
-        """The samples of these ports in [since_ns, until_ns), in buckets of `step_ns`, one
-        series per (port, metric, qualifier), ordered."""
-        ...
-
-    def worst_links(
-        self, metric: str, since_ns: int, until_ns: int, limit: int = 10
-    ) -> list[LinkTotal]:
-        """The links with the largest nonzero total of fault counter `metric` in the whole
-        minutes of the window, worst first."""
-        ...
-
-    def job_activity(self, limit: int = 200) -> list[JobActivity]:
-        """Jobs with stored facts, latest active first."""
-        ...
-
-    def stored_rows(self) -> dict[str, int]:
-        """Rows stored per table, repeats not yet merged away included: for monitoring."""
-        ...
-
-    def verdict_delays(self) -> tuple[float, float, int] | None:
-        """(p50, p95) seconds from stall to verdict over the verdicts updated in the last day,
-        and how many; None when there are none."""
-        ...
-
-    def count(self, table: str) -> int:
-        """Rows in `table`; one per key for the ReplacingMergeTree tables."""
-        ...
-
-    def ping(self) -> None:
-        """Raise StoreError unless the store answers and its tables exist."""
-        ...
-
-    def close(self) -> None: ...

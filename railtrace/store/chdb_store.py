@@ -23,9 +23,10 @@ import pyarrow as pa
 
 from railtrace.private import private_dir
 from railtrace.store.base import StoreError, StoreLockedError
+from railtrace.store.columns import Table
 from railtrace.store.owner import read_owner, remove_owner, status_locked, write_owner
-from railtrace.store.schema import DEFAULT_DATABASE, Table
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.schema import DEFAULT_DATABASE
+from railtrace.store.sql_store import Store
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ _open_session: Callable[[str], _Session] = chdb.session.Session
 _connect: Callable[[str], _Session] = chdb.connect
 
 
-class ChdbStore(SqlStore):
+class ChdbStore(Store):
     """Store backed by chDB under `data_dir`; one data directory per process at a time."""
 
     def __init__(

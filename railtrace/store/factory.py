@@ -6,8 +6,12 @@ driver (chDB alone takes about a third of a second to import).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from railtrace.settings import StoreSettings
-from railtrace.store.base import Store
+
+if TYPE_CHECKING:
+    from railtrace.store.sql_store import Store
 
 
 def open_store(settings: StoreSettings) -> Store:

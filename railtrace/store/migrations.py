@@ -13,13 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from railtrace.store.schema import (
-    ROLLUP_SELECT,
-    TABLES_BY_NAME,
-    VIEWS,
-    check_identifier,
-    qualified,
-)
+from railtrace.store.columns import check_identifier, qualified
+from railtrace.store.schema import ROLLUP_SELECT, TABLES_BY_NAME, VIEWS
 
 LEDGER = "schema_migrations"
 

@@ -1,4 +1,6 @@
-"""Records become arrow tables shaped exactly as the schema's insert columns.
+"""Records become arrow tables shaped exactly as the schema's insert columns, each column
+filled from the source the schema declares for it; plus the values computed for a column
+rather than copied from a field (a fact's kind, rank and communicator, an end as text).
 
 Inserting arrow is what makes the store fast (chDB reads an arrow table through `Python()` at
 millions of rows per second; a server takes it as `FORMAT Arrow`), so building these tables is
@@ -15,26 +17,19 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from railtrace.store.schema import TABLES_BY_NAME, Table
-from railtrace.store.verdict_codec import encode_verdict
+from railtrace.store.columns import Table
 from railtrace.streams.records import (
-    CablingEvent,
     ChannelEdge,
     CollectiveTimeout,
-    DeadLetter,
     InitComplete,
     JobFact,
     JobPlacement,
-    LinkEvent,
-    LinkSample,
     NetDevices,
     NetError,
     NicEvent,
-    NodeEvent,
     Progress,
     RankInfo,
     RasReport,
-    Verdict,
     WatchdogState,
     XidEvent,
 )
@@ -73,156 +68,59 @@ STRUCTURE_FACT_KINDS = tuple(
 )
 
 
-def _table(name: str, columns: dict[str, list[Any]]) -> pa.Table:
-    """Arrow table in the schema's column order and types; a missing or extra column is a bug
-    here, caught on the first write rather than as a server error."""
-    table: Table = TABLES_BY_NAME[name]
-    schema = table.arrow_schema()
-    if set(columns) != set(schema.names):
-        raise ValueError(f"{name}: columns {sorted(columns)} != schema {sorted(schema.names)}")
-    return pa.table([_array(columns[f.name], f.type) for f in schema], schema=schema)
+def build(table: Table, records: Sequence[Any], **given: Sequence[Any]) -> pa.Table:
+    """The insert block of `table` for `records`, each column filled as the schema declares
+    (`Column.source`); `given` holds the values of the columns the writer supplies, one per
+    record. A missing or extra given column is a bug here, caught on the first write rather
+    than as a server error."""
+    if set(given) != table.given:
+        raise ValueError(f"{table.name}: given {sorted(given)} != declared {sorted(table.given)}")
+    if any(len(v) != len(records) for v in given.values()):
+        raise ValueError(f"{table.name}: given columns need one value per record")
+    return pa.table(
+        [_array(c.values(records, given), c.arrow) for c in table.written],
+        schema=table.arrow_schema(),
+    )
 
 
-def _array(values: list[Any], type_: pa.DataType) -> pa.Array:
+def _array(values: list[Any], type_: pa.DataType | None) -> pa.Array:
     # Nanosecond ints convert ~6x faster as int64 cast to timestamp than as timestamps.
-    if pa.types.is_timestamp(type_):
+    if type_ is not None and pa.types.is_timestamp(type_):
         return pa.array(values, pa.int64()).cast(type_)
     return pa.array(values, type=type_)
 
 
-def link_samples(rows: Sequence[tuple[LinkSample, str]]) -> pa.Table:
-    return _table(
-        "link_samples",
-        {
-            "ts": [s.ts_ns for s, _ in rows],
-            "device": [s.device for s, _ in rows],
-            "interface": [s.interface for s, _ in rows],
-            "link_id": [link_id for _, link_id in rows],
-            "metric": [s.metric for s, _ in rows],
-            "qualifier": [s.qualifier for s, _ in rows],
-            "rate": [s.rate for s, _ in rows],
-            "interval_s": [s.interval_s for s, _ in rows],
-        },
-    )
+def fact_kind(fact: JobFact) -> str:
+    return FACT_KINDS[type(fact)]
 
 
-def link_events(rows: Sequence[tuple[LinkEvent, str]]) -> pa.Table:
-    return _table(
-        "link_events",
-        {
-            "ts": [e.ts_ns for e, _ in rows],
-            "device": [e.device for e, _ in rows],
-            "interface": [e.interface for e, _ in rows],
-            "link_id": [link_id for _, link_id in rows],
-            "kind": [e.kind for e, _ in rows],
-            "value": [e.value for e, _ in rows],
-            "detail": [e.detail for e, _ in rows],
-            "series": [e.series for e, _ in rows],
-            "span_s": [e.span_s for e, _ in rows],
-        },
-    )
-
-
-def _end(end: Endpoint | None) -> str:
-    return "" if end is None else f"{end.device}:{end.interface}"
-
-
-def cabling_events(rows: Sequence[CablingEvent]) -> pa.Table:
-    return _table(
-        "cabling_events",
-        {
-            "ts": [e.ts_ns for e in rows],
-            "device": [e.device for e in rows],
-            "interface": [e.interface for e in rows],
-            "kind": [e.kind for e in rows],
-            "planned": [_end(e.planned) for e in rows],
-            "seen": [_end(e.seen) for e in rows],
-            "detail": [e.detail for e in rows],
-        },
-    )
-
-
-def node_events(rows: Sequence[NodeEvent]) -> pa.Table:
-    return _table(
-        "node_events",
-        {
-            "ts": [e.ts_ns for e in rows],
-            "node": [e.node for e in rows],
-            "kind": [e.kind for e in rows],
-            "xid": [e.xid for e in rows],
-            "pci": [e.pci for e in rows],
-            "detail": [e.detail for e in rows],
-            "quarantined": [e.quarantined for e in rows],
-            "action": [e.action for e in rows],
-            "reason": [e.reason for e in rows],
-            "sdc": [e.sdc for e in rows],
-            "line": [e.line for e in rows],
-            "source": [e.source for e in rows],
-        },
-    )
-
-
-def _fact_scope(fact: JobFact) -> tuple[int | None, str]:
-    """The rank and communicator a fact is about, where it has them."""
+def fact_rank(fact: JobFact) -> int | None:
+    """The rank a fact is about, where it has one."""
     match fact:
-        case RankInfo() | InitComplete():
-            return fact.rank, fact.comm_id
+        case RankInfo() | InitComplete() | CollectiveTimeout() | WatchdogState():
+            return fact.rank
         case ChannelEdge():
-            return fact.src_rank, fact.comm_id
-        case CollectiveTimeout() | WatchdogState():
-            return fact.rank, ""
+            return fact.src_rank
         case _:
-            return None, ""
+            return None
 
 
-def job_facts(rows: Sequence[JobFact]) -> pa.Table:
-    scopes = [_fact_scope(f) for f in rows]
-    return _table(
-        "job_facts",
-        {
-            "ts": [f.ts_ns for f in rows],
-            "job_id": [f.job_id for f in rows],
-            "kind": [FACT_KINDS[type(f)] for f in rows],
-            "host": [f.host or "" for f in rows],
-            "rank": [rank for rank, _ in scopes],
-            "comm_id": [comm for _, comm in scopes],
-            "detail": [orjson.dumps(f).decode() for f in rows],
-            "origin_source": [f.origin.source for f in rows],
-            "origin_line": [f.origin.line_no for f in rows],
-        },
-    )
+def fact_comm(fact: JobFact) -> str:
+    """The communicator a fact is about, "" when it is not per communicator."""
+    match fact:
+        case RankInfo() | InitComplete() | ChannelEdge():
+            return fact.comm_id
+        case _:
+            return ""
 
 
-def verdicts(rows: Sequence[Verdict], updated_at_ns: Sequence[int]) -> pa.Table:
-    """`updated_at_ns` is the version of each row: the newest row of a job is its verdict."""
-    return _table(
-        "verdicts",
-        {
-            "job_id": [v.job_id for v in rows],
-            "state": [v.state for v in rows],
-            "stalled_at": [v.stalled_at_ns for v in rows],
-            "decided_at": [v.decided_at_ns for v in rows],
-            "cause_kind": [v.cause_kind for v in rows],
-            "link_id": [v.cause_link.link_id if v.cause_link else "" for v in rows],
-            "node": [v.cause_node or "" for v in rows],
-            "confidence": [v.confidence for v in rows],
-            "payload": [encode_verdict(v) for v in rows],
-            "updated_at": list(updated_at_ns),
-        },
-    )
+def as_json(record: object) -> str:
+    return orjson.dumps(record).decode()
 
 
-def dead_letters(rows: Sequence[DeadLetter]) -> pa.Table:
-    return _table(
-        "dead_letters",
-        {
-            "source": [d.source for d in rows],
-            "reason": [d.reason for d in rows],
-            "line_no": [d.line_no for d in rows],
-            "raw": [d.raw for d in rows],
-            "extra": [list(d.extra.items()) for d in rows],
-        },
-    )
+def endpoint_text(end: Endpoint | None) -> str:
+    """`device:interface`, "" for no end: how the cabling table keeps an end."""
+    return "" if end is None else f"{end.device}:{end.interface}"
 
 
 def dedup_token(data: pa.Table) -> str:

@@ -11,15 +11,23 @@ that are months old, and a TTL on the event time would delete such a replay as i
 
 from __future__ import annotations
 
-import re
 import sys
-from dataclasses import dataclass
 
 import pyarrow as pa
 
-from railtrace.streams.records import FAULT_COUNTERS
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from railtrace.store.columns import GIVEN, Column, Table, View, check_identifier, quote
+from railtrace.store.rows import as_json, endpoint_text, fact_comm, fact_kind, fact_rank
+from railtrace.store.verdict_codec import encode_verdict
+from railtrace.streams.records import (
+    FAULT_COUNTERS,
+    CablingEvent,
+    DeadLetter,
+    JobFact,
+    LinkEvent,
+    LinkSample,
+    NodeEvent,
+    Verdict,
+)
 
 #: Blocks remembered per table for dropping a retried identical insert (see `dedup_token`).
 DEDUP_WINDOW = 1000
@@ -28,86 +36,6 @@ DEFAULT_DATABASE = "railtrace"
 
 _TS = "DateTime64(9, 'UTC')"
 _TS_ARROW = pa.timestamp("ns", tz="UTC")
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column. `arrow` is the type railtrace sends; None marks a column the server fills
-    from its `default` expression, which is therefore left out of every insert."""
-
-    name: str
-    ch_type: str
-    arrow: pa.DataType | None
-    default: str | None = None
-    codec: str | None = None
-    comment: str = ""
-
-    def ddl(self) -> str:
-        parts = [self.name, self.ch_type]
-        if self.default is not None:
-            parts.append(f"DEFAULT {self.default}")
-        if self.codec is not None:
-            parts.append(f"CODEC({self.codec})")
-        if self.comment:
-            parts.append(f"COMMENT {_quote(self.comment)}")
-        return " ".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """One table: columns, engine and the clauses that govern layout and retention."""
-
-    name: str
-    comment: str
-    columns: tuple[Column, ...]
-    engine: str
-    order_by: tuple[str, ...]
-    ttl: str
-    partition_by: str | None = None
-    settings: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def written(self) -> tuple[Column, ...]:
-        """The columns an insert carries, in declaration order."""
-        return tuple(c for c in self.columns if c.arrow is not None)
-
-    @property
-    def replacing(self) -> bool:
-        """Rows have identity: read with FINAL to see one row per key before merges."""
-        return self.engine.startswith("ReplacingMergeTree")
-
-    def arrow_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.arrow) for c in self.written])
-
-    def create_sql(self, database: str) -> str:
-        cols = ",\n".join(f"    {c.ddl()}" for c in self.columns)
-        clauses = [f"ENGINE = {self.engine}"]
-        if self.partition_by is not None:
-            clauses.append(f"PARTITION BY {self.partition_by}")
-        clauses.append(f"ORDER BY ({', '.join(self.order_by)})")
-        clauses.append(f"TTL {self.ttl}")
-        if self.settings:
-            clauses.append("SETTINGS " + ", ".join(f"{k} = {v}" for k, v in self.settings))
-        clauses.append(f"COMMENT {_quote(self.comment)}")
-        return (
-            f"CREATE TABLE IF NOT EXISTS {qualified(database, self.name)}\n(\n{cols}\n)\n"
-            + "\n".join(clauses)
-        )
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def check_identifier(name: str) -> str:
-    """Database names are spliced into SQL text, so only plain identifiers are accepted."""
-    if not _IDENTIFIER.match(name):
-        raise ValueError(f"not a plain ClickHouse identifier: {name!r}")
-    return name
-
-
-def qualified(database: str, table: str) -> str:
-    return f"{check_identifier(database)}.{check_identifier(table)}"
 
 
 def _inserted_at() -> Column:
@@ -134,10 +62,16 @@ TABLES: tuple[Table, ...] = (
         name="link_samples",
         comment="per-second counter rates and gauge readings per interface; kept 30 days",
         columns=(
-            Column("ts", _TS, _TS_ARROW, codec="DoubleDelta, ZSTD(1)"),
+            Column("ts", _TS, _TS_ARROW, codec="DoubleDelta, ZSTD(1)", source="ts_ns"),
             Column("device", "LowCardinality(String)", pa.string()),
             Column("interface", "LowCardinality(String)", pa.string()),
-            Column("link_id", "String", pa.string(), comment="cable id; empty when unknown"),
+            Column(
+                "link_id",
+                "String",
+                pa.string(),
+                comment="cable id; empty when unknown",
+                source=GIVEN,
+            ),
             Column("metric", "LowCardinality(String)", pa.string()),
             Column("qualifier", "LowCardinality(String)", pa.string()),
             Column("rate", "Float64", pa.float64(), codec="Gorilla, ZSTD(1)"),
@@ -149,6 +83,7 @@ TABLES: tuple[Table, ...] = (
         order_by=("device", "interface", "metric", "qualifier", "ts"),
         ttl="inserted_at + INTERVAL 30 DAY",
         settings=_settings(drop_parts=False),
+        record=LinkSample,
     ),
     Table(
         name="link_events",
@@ -156,10 +91,16 @@ TABLES: tuple[Table, ...] = (
             "link anomalies and state changes; one row per (device, interface, kind, ts, series)"
         ),
         columns=(
-            Column("ts", _TS, _TS_ARROW),
+            Column("ts", _TS, _TS_ARROW, source="ts_ns"),
             Column("device", "LowCardinality(String)", pa.string()),
             Column("interface", "LowCardinality(String)", pa.string()),
-            Column("link_id", "String", pa.string(), comment="cable id; empty when unknown"),
+            Column(
+                "link_id",
+                "String",
+                pa.string(),
+                comment="cable id; empty when unknown",
+                source=GIVEN,
+            ),
             Column("kind", "LowCardinality(String)", pa.string()),
             Column("value", "Float64", pa.float64()),
             Column("detail", "String", pa.string()),
@@ -182,17 +123,30 @@ TABLES: tuple[Table, ...] = (
         order_by=("device", "interface", "kind", "ts", "series"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
+        record=LinkEvent,
     ),
     Table(
         name="cabling_events",
         comment="ports whose LLDP neighbour differs from cables.csv, and when that stopped",
         columns=(
-            Column("ts", _TS, _TS_ARROW),
+            Column("ts", _TS, _TS_ARROW, source="ts_ns"),
             Column("device", "LowCardinality(String)", pa.string()),
             Column("interface", "LowCardinality(String)", pa.string()),
             Column("kind", "LowCardinality(String)", pa.string()),
-            Column("planned", "String", pa.string(), comment="device:interface; empty if none"),
-            Column("seen", "String", pa.string(), comment="device:interface; empty if none"),
+            Column(
+                "planned",
+                "String",
+                pa.string(),
+                comment="device:interface; empty if none",
+                source=lambda e: endpoint_text(e.planned),
+            ),
+            Column(
+                "seen",
+                "String",
+                pa.string(),
+                comment="device:interface; empty if none",
+                source=lambda e: endpoint_text(e.seen),
+            ),
             Column("detail", "String", pa.string()),
             _inserted_at(),
         ),
@@ -200,12 +154,13 @@ TABLES: tuple[Table, ...] = (
         order_by=("device", "interface", "ts", "kind"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
+        record=CablingEvent,
     ),
     Table(
         name="node_events",
         comment="GPU Xids and quarantine decisions per node, from `railtrace collect xid`",
         columns=(
-            Column("ts", _TS, _TS_ARROW),
+            Column("ts", _TS, _TS_ARROW, source="ts_ns"),
             Column("node", "LowCardinality(String)", pa.string()),
             Column("kind", "LowCardinality(String)", pa.string(), comment="xid or release"),
             Column("xid", "Nullable(Int32)", pa.int32()),
@@ -228,20 +183,35 @@ TABLES: tuple[Table, ...] = (
         order_by=("node", "ts", "kind", "pci"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
+        record=NodeEvent,
     ),
     Table(
         name="job_facts",
         comment="facts parsed from NCCL, PyTorch and kernel logs, with the line they came from",
         columns=(
-            Column("ts", _TS, _TS_ARROW),
+            Column("ts", _TS, _TS_ARROW, source="ts_ns"),
             Column("job_id", "String", pa.string()),
-            Column("kind", "LowCardinality(String)", pa.string()),
-            Column("host", "LowCardinality(String)", pa.string(), comment="empty when unknown"),
-            Column("rank", "Nullable(Int32)", pa.int32()),
-            Column("comm_id", "String", pa.string(), comment="empty when not per communicator"),
-            Column("detail", "String", pa.string(), comment="the whole record as JSON"),
-            Column("origin_source", "String", pa.string()),
-            Column("origin_line", "UInt64", pa.uint64()),
+            Column("kind", "LowCardinality(String)", pa.string(), source=fact_kind),
+            Column(
+                "host",
+                "LowCardinality(String)",
+                pa.string(),
+                comment="empty when unknown",
+                source=lambda f: f.host or "",
+            ),
+            Column("rank", "Nullable(Int32)", pa.int32(), source=fact_rank),
+            Column(
+                "comm_id",
+                "String",
+                pa.string(),
+                comment="empty when not per communicator",
+                source=fact_comm,
+            ),
+            Column(
+                "detail", "String", pa.string(), comment="the whole record as JSON", source=as_json
+            ),
+            Column("origin_source", "String", pa.string(), source="origin.source"),
+            Column("origin_line", "UInt64", pa.uint64(), source="origin.line_no"),
             _inserted_at(),
         ),
         engine="ReplacingMergeTree",
@@ -249,6 +219,7 @@ TABLES: tuple[Table, ...] = (
         order_by=("job_id", "origin_source", "origin_line", "kind"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
+        record=JobFact,
     ),
     Table(
         name="verdicts",
@@ -256,20 +227,41 @@ TABLES: tuple[Table, ...] = (
         columns=(
             Column("job_id", "String", pa.string()),
             Column("state", "LowCardinality(String)", pa.string()),
-            Column("stalled_at", f"Nullable({_TS})", _TS_ARROW),
-            Column("decided_at", f"Nullable({_TS})", _TS_ARROW),
+            Column("stalled_at", f"Nullable({_TS})", _TS_ARROW, source="stalled_at_ns"),
+            Column("decided_at", f"Nullable({_TS})", _TS_ARROW, source="decided_at_ns"),
             Column("cause_kind", "LowCardinality(String)", pa.string()),
-            Column("link_id", "String", pa.string(), comment="empty unless the cause is a link"),
-            Column("node", "String", pa.string(), comment="empty unless the cause is a node"),
+            Column(
+                "link_id",
+                "String",
+                pa.string(),
+                comment="empty unless the cause is a link",
+                source=lambda v: v.cause_link.link_id if v.cause_link else "",
+            ),
+            Column(
+                "node",
+                "String",
+                pa.string(),
+                comment="empty unless the cause is a node",
+                source=lambda v: v.cause_node or "",
+            ),
             Column("confidence", "Float64", pa.float64()),
-            Column("payload", "String", pa.string(), comment="the full verdict as JSON"),
-            Column("updated_at", _TS, _TS_ARROW, comment="version: the newest row wins"),
+            Column(
+                "payload",
+                "String",
+                pa.string(),
+                comment="the full verdict as JSON",
+                source=encode_verdict,
+            ),
+            Column(
+                "updated_at", _TS, _TS_ARROW, comment="version: the newest row wins", source=GIVEN
+            ),
             _inserted_at(),
         ),
         engine="ReplacingMergeTree(updated_at)",
         order_by=("job_id",),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=False),
+        record=Verdict,
     ),
     Table(
         name="dead_letters",
@@ -280,7 +272,12 @@ TABLES: tuple[Table, ...] = (
             Column("reason", "String", pa.string()),
             Column("line_no", "UInt64", pa.uint64()),
             Column("raw", "String", pa.binary()),
-            Column("extra", "Map(String, String)", pa.map_(pa.string(), pa.string())),
+            Column(
+                "extra",
+                "Map(String, String)",
+                pa.map_(pa.string(), pa.string()),
+                source=lambda d: list(d.extra.items()),
+            ),
             _inserted_at(),
         ),
         engine="MergeTree",
@@ -288,6 +285,7 @@ TABLES: tuple[Table, ...] = (
         order_by=("source", "ts"),
         ttl="inserted_at + INTERVAL 12 MONTH",
         settings=_settings(drop_parts=True),
+        record=DeadLetter,
     ),
     Table(
         name="link_fault_minutes",
@@ -324,26 +322,10 @@ TABLES: tuple[Table, ...] = (
 TABLES_BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """A materialized view: what it keeps up to date, from which table, with which SELECT."""
-
-    name: str
-    comment: str
-    target: str
-    select: str  # `{database}` stands for the database
-
-    def create_sql(self, database: str) -> str:
-        return (
-            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {qualified(database, self.name)}\n"
-            f"TO {qualified(database, self.target)}\nAS {self.select.format(database=database)}"
-        )
-
-
 # Only the nonzero counts of the fault counters, by minute and link: errors are rare, so this
 # is a few rows an hour where link_samples holds millions, and the fabric's worst links over
 # hours are read from it in milliseconds.
-_FAULT_METRICS = ", ".join(_quote(m.value) for m in sorted(FAULT_COUNTERS))
+_FAULT_METRICS = ", ".join(quote(m.value) for m in sorted(FAULT_COUNTERS))
 ROLLUP_SELECT = f"""\
 SELECT toStartOfMinute(toDateTime(ts)) AS minute, metric, link_id,
        sum(rate * interval_s) AS total, max(rate) AS peak_rate, toUInt64(count()) AS samples,

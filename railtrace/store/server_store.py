@@ -14,13 +14,14 @@ from urllib.parse import urlsplit
 import clickhouse_connect
 import pyarrow as pa
 
-from railtrace.store.schema import DEFAULT_DATABASE, Table
-from railtrace.store.sql_store import SqlStore
+from railtrace.store.columns import Table
+from railtrace.store.schema import DEFAULT_DATABASE
+from railtrace.store.sql_store import Store
 
 log = logging.getLogger(__name__)
 
 
-class ClickHouseServerStore(SqlStore):
+class ClickHouseServerStore(Store):
     """Store on the ClickHouse server at `url` (e.g. `http://clickhouse:8123`)."""
 
     def __init__(
