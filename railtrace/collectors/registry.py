@@ -14,6 +14,8 @@ import importlib.util
 import pkgutil
 from typing import Any
 
+from pydantic import Field
+
 import railtrace.collectors
 from railtrace.collectors.spec import CollectorSpec
 
@@ -22,8 +24,9 @@ SPEC_MODULE = "spec"
 SPECS_NAME = "SPECS"
 
 
-def discover(package: Any = railtrace.collectors) -> tuple[CollectorSpec[Any], ...]:
-    """Every spec of the subpackages of `package` that have a spec module."""
+def discover() -> tuple[CollectorSpec[Any], ...]:
+    """Every spec of the subpackages of `railtrace.collectors` that have a spec module."""
+    package = railtrace.collectors
     found: list[CollectorSpec[Any]] = []
     for info in pkgutil.iter_modules(package.__path__):
         module_name = f"{package.__name__}.{info.name}.{SPEC_MODULE}"
@@ -61,9 +64,7 @@ def spec(name: str) -> CollectorSpec[Any]:
 
 def collect_settings_fields() -> dict[str, Any]:
     """The `collect` settings fields the collectors bring, as pydantic's `create_model` takes
-    them: a section per collector, and its default metrics address."""
-    from pydantic import Field
-
+    them: a section per collector, empty by default."""
     return {s.name: (s.config, Field(default_factory=s.default)) for s in SPECS}
 
 
