@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,11 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from railtrace.collectors.gnmi.config import GnmiTarget
-from railtrace.collectors.hosts.config import LogScraperConfig, XidScraperConfig
-from railtrace.collectors.scheduler.config import SchedulerCollectorConfig
-from railtrace.collectors.snmp.config import SnmpCollectorConfig
-from railtrace.collectors.ufm.config import UfmCollectorConfig
+from railtrace.collectors import registry
 from railtrace.streams.attribution.profile import AttributionProfile
 from railtrace.topology.gpunics import GpuNicRule
 
@@ -133,40 +129,61 @@ class SinkSettings(BaseModel):
     health_grace_s: float = Field(default=120.0, gt=0)
 
 
-class CollectSettings(BaseModel):
-    """`railtrace collect ...`: what each collector gathers, the spool in front of Kafka (one
-    folder per collector role under `spool_dir`) and each collector's HTTP endpoint."""
+class _MetricsListen(BaseModel):
+    """Where each role's process serves /metrics and /healthz (deploy/collectors/README.md):
+    "host:port", "[::]:port" for IPv6, port 0 for any free one (logged at start); checked
+    when the collector starts. One port per role, so the collectors of one host can share
+    a settings file. A field per collector, from its spec."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> str: ...
+
+
+# The models a type checker sees are the bases; at run time they have the collectors' fields.
+if TYPE_CHECKING:
+    MetricsListen = _MetricsListen
+else:
+    MetricsListen = create_model(
+        "MetricsListen",
+        __base__=_MetricsListen,
+        __doc__=_MetricsListen.__doc__,
+        **registry.metrics_listen_fields(),
+    )
+
+
+class _CollectCommon(BaseModel):
+    """`railtrace collect ...`: the spool in front of Kafka (one folder per collector role
+    under `spool_dir`), each collector's HTTP endpoint, and a section per collector (what it
+    gathers) that the collector's own spec brings (`railtrace.collectors.registry`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     spool_dir: Path = Path("railtrace-spool")
     spool_max_bytes: int = Field(default=1 << 30, ge=1 << 20)
-
-    class MetricsListen(BaseModel):
-        """Where each role's process serves /metrics and /healthz (deploy/collectors/README.md):
-        "host:port", "[::]:port" for IPv6, port 0 for any free one (logged at start); checked
-        when the collector starts. One port per role, so the collectors of one host can share
-        a settings file."""
-
-        model_config = ConfigDict(extra="forbid")
-
-        gnmi: str = "127.0.0.1:9464"
-        snmp: str = "127.0.0.1:9465"
-        logs: str = "127.0.0.1:9466"
-        xid: str = "127.0.0.1:9467"
-        ufm: str = "127.0.0.1:9468"
-        scheduler: str = "127.0.0.1:9469"
-
     metrics_listen: MetricsListen = Field(default_factory=MetricsListen)
     # /healthz reports a collector unhealthy once none of its targets has been up, or sending
     # to Kafka has been failing, for longer than this.
     health_grace_s: float = Field(default=60.0, gt=0)
-    gnmi: list[GnmiTarget] = Field(default_factory=list)
-    snmp: SnmpCollectorConfig = Field(default_factory=SnmpCollectorConfig)
-    logs: LogScraperConfig = Field(default_factory=LogScraperConfig)
-    xid: XidScraperConfig = Field(default_factory=XidScraperConfig)
-    ufm: UfmCollectorConfig = Field(default_factory=UfmCollectorConfig)
-    scheduler: SchedulerCollectorConfig = Field(default_factory=SchedulerCollectorConfig)
+
+    if TYPE_CHECKING:
+        # The collectors' sections are fields of the model built from the registry below; a
+        # type checker reaches them by name, and a collector reads its own, typed, through
+        # its spec (`CollectorSpec.section`).
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    CollectSettings = _CollectCommon
+else:
+    CollectSettings = create_model(
+        "CollectSettings",
+        __base__=_CollectCommon,
+        __doc__=_CollectCommon.__doc__,
+        **registry.collect_settings_fields(),
+    )
 
 
 class SiteSettings(BaseModel):

@@ -26,8 +26,9 @@ from kafka_support import BOOTSTRAP, RAILTRACE, free_port, require_broker
 from prometheus_client.parser import text_string_to_metric_families
 from snmp_support import free_udp_port, running_snmpd, snmptrap
 
-from railtrace.collectors import health, run
+from railtrace.collectors import health, registry, run
 from railtrace.collectors.health import Readings, TargetState, assess
+from railtrace.collectors.metrics import PREFIX
 from railtrace.probes import endpoint
 from railtrace.settings import Settings
 
@@ -67,6 +68,7 @@ class Scrape:
 class Client:
     http: aiohttp.ClientSession
     base: str
+    role: str
 
     async def metrics(self) -> Scrape:
         async with self.http.get(self.base + "/metrics") as resp:
@@ -75,6 +77,10 @@ class Client:
         scrape = Scrape(list(text_string_to_metric_families(text)))
         undocumented = {n for n in scrape.names() if f"`{n}" not in README.read_text()}
         assert not undocumented, f"metrics missing from {README}: {sorted(undocumented)}"
+        # A collector's own families (named after it) are the ones its spec declares.
+        own = {n for n in scrape.names() if n.startswith(f"{PREFIX}{self.role}_")}
+        undeclared = own - {PREFIX + f for f in registry.spec(self.role).families}
+        assert not undeclared, f"families the {self.role} spec does not name: {undeclared}"
         return scrape
 
     async def health(self) -> tuple[int, dict[str, Any]]:
@@ -132,7 +138,7 @@ async def collector(s: Settings, role: str) -> AsyncIterator[Client]:
             assert time.monotonic() < deadline, "the endpoint never listened"
             await asyncio.sleep(0.02)
         async with aiohttp.ClientSession() as http:
-            yield Client(http, f"http://{process.endpoint.address}")
+            yield Client(http, f"http://{process.endpoint.address}", role)
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)

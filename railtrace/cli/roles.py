@@ -17,6 +17,7 @@ from railtrace.cli.common import (
     say,
     settings_of,
 )
+from railtrace.collectors import registry
 from railtrace.settings import Settings
 
 collect_app = typer.Typer(
@@ -26,25 +27,14 @@ collect_app = typer.Typer(
     no_args_is_help=True,
 )
 
-#: `collect` subcommand -> what its help says.
-COLLECTORS = {
-    "gnmi": "Subscribe to every switch of `collect.gnmi` (gNMI dial-in, SAMPLE and ON_CHANGE).",
-    "snmp": "Poll the `collect.snmp` targets (GETBULK, v2c/v3) and receive linkDown/linkUp traps.",
-    "logs": "Follow this host's NCCL/PyTorch log files (`collect.logs.paths`), through rotation.",
-    "xid": "Watch this host's kernel log for GPU Xid errors and apply the quarantine policy.",
-    "ufm": "Poll the `collect.ufm` UFM Telemetry endpoints (InfiniBand counters over HTTP).",
-    "scheduler": "Poll Slurm (`scontrol show job -d`, or `squeue --json`) and publish where "
-    "each job runs, when it starts, changes and ends (`collect.scheduler`).",
-}
-
 
 def register(app: typer.Typer) -> None:
     app.command()(worker)
     app.command()(sink)
     app.command()(alert)
     app.command()(serve)
-    for role, text in COLLECTORS.items():
-        collect_app.command(role, help=text)(_collector(role))
+    for spec in registry.SPECS:
+        collect_app.command(spec.name, help=spec.help)(_collector(spec.name))
     app.add_typer(collect_app, name="collect")
 
 

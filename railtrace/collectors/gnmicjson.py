@@ -1,8 +1,9 @@
 """The raw gNMI topic's message shape, gnmic's `json` format, as railtrace's collectors write it.
 
-Both the gNMI collector and the UFM translator put messages on that topic; writing the common
-fields in one place keeps them the shape the worker's decoder (and gnmic) agree on. Free of
-gRPC, so a collector that does not speak gNMI need not load it.
+The gNMI collector puts messages on that topic, and so does a collector that translates other
+switch telemetry into gNMI's shape; writing the common fields in one place keeps them the shape
+the worker's decoder (and gnmic) agree on. Free of gRPC, so a collector that does not speak
+gNMI need not load it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One collector role per process (`railtrace collect gnmi|snmp|logs|xid`), wired to delivery.
+"""One collector role per process (`railtrace collect <role>`), wired to delivery.
 
 Each role gets its own spool folder, so two roles on one host never share a queue, and its own
 HTTP endpoint (`/metrics`, `/healthz`); it runs until SIGINT/SIGTERM. On the way out the drain
@@ -15,7 +15,7 @@ import signal
 import time
 from typing import Any
 
-from railtrace.collectors import metrics, roles
+from railtrace.collectors import metrics, registry
 from railtrace.collectors.delivery import Delivery
 from railtrace.collectors.health import Readings, assess
 from railtrace.collectors.spool import Spool
@@ -31,8 +31,7 @@ class CollectorProcess:
     """Everything one collector process runs, built from the settings and nothing else."""
 
     def __init__(self, settings: Settings, role: str) -> None:
-        if role not in roles.ROLES:
-            raise ValueError(f"unknown collector role {role!r}; one of {', '.join(roles.ROLES)}")
+        spec = registry.spec(role)
         c = settings.collect
         self.role = role
         self.grace_s = c.health_grace_s
@@ -40,7 +39,7 @@ class CollectorProcess:
         try:
             self.delivery = Delivery(settings.kafka, self.spool)
             self.metrics = metrics.CollectorMetrics(role)
-            self.parts = roles.build(role, c, self.delivery, self.metrics)
+            self.parts = spec.build(spec.section(c), self.delivery, self.metrics)
         except BaseException:
             self.spool.close()
             raise

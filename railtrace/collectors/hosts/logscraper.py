@@ -26,37 +26,39 @@ is sent as a final line. Lines written by the job after the scraper's last read 
 copytruncate are in the copy only and are not sent (logrotate's copytruncate races the writer
 anyway); rotated files are looked for only in the directory of the path.
 
-Offsets (`offsets.FileOffset`) are saved after every delivered batch; see `offsets`.
+Offsets (`offsets.FileOffset`) are saved after every delivered batch; see `offsets`. Which files
+are followed, and for which job, is `logfinder`'s to decide; what is kept per file, `logfollow`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import re
 import socket
-import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from railtrace.collectors.emit import Emit, Outgoing
 from railtrace.collectors.hosts import offsets
 from railtrace.collectors.hosts.config import LogScraperConfig
-from railtrace.collectors.hosts.jobpath import PathTemplate, slurm_job_id
+from railtrace.collectors.hosts.logfinder import LogFinder
+from railtrace.collectors.hosts.logfollow import (
+    FollowedPath,
+    Follower,
+    ScraperStats,
+    identity,
+    resume,
+)
 from railtrace.collectors.hosts.offsets import FileOffset
-from railtrace.collectors.hosts.tailer import Line, Tail, decode
-from railtrace.streams.records import valid_job_id
+from railtrace.collectors.hosts.tailer import Tail
 from railtrace.streams.wire import LogBatch, encode_log_batch
 
 log = logging.getLogger(__name__)
 
 STREAM = "logs"
-#: Bytes of a file's start searched for SLURM_JOB_ID.
-SLURM_SCAN_BYTES = 64 * 1024
 
 
 def source_name(job_id: str, node: str, path: str, generation: int) -> str:
@@ -69,53 +71,6 @@ def source_name(job_id: str, node: str, path: str, generation: int) -> str:
     """
     name = f"logs/{job_id}/{node}:{os.path.abspath(path)}"
     return f"{name}#{generation}" if generation else name
-
-
-@dataclass(slots=True)
-class ScraperStats:
-    """What the scraper did, so that losses and odd input are visible rather than silent."""
-
-    files_adopted: int = 0
-    batches: int = 0
-    lines: int = 0
-    alert_batches: int = 0
-    rotations: int = 0
-    truncations: int = 0
-    partial_lines_flushed: int = 0
-    lines_cut: int = 0
-    files_without_job: int = 0
-    files_lost: int = 0
-    read_errors: int = 0
-    emit_errors: int = 0
-
-
-@dataclass(slots=True)
-class _Follower:
-    """One file content: its open file, what is delivered (`entry`) and what waits to be."""
-
-    tail: Tail
-    entry: FileOffset
-    buffer: list[Line] = field(default_factory=list)
-    first_read_at: float | None = None
-    last_growth: float = 0.0
-    alert: bool = False
-    retiring_since: float | None = None
-
-    @property
-    def read_end(self) -> int:
-        return self.buffer[-1].end if self.buffer else self.entry.offset
-
-
-@dataclass(slots=True)
-class _Path:
-    """A followed path: its job, its current content and rotated-away ones still draining."""
-
-    path: str
-    job_id: str
-    current: _Follower | None = None
-    retiring: list[_Follower] = field(default_factory=list)
-    next_generation: int = 1
-    missing_since: float | None = None
 
 
 class LogScraper:
@@ -132,12 +87,9 @@ class LogScraper:
         self._emit = emit
         self._clock = clock
         self.node = config.node or socket.gethostname()
-        self._templates = [PathTemplate(p) for p in config.paths]
         self._alert = re.compile("|".join(f"(?:{p})" for p in config.alert_patterns))
-        self._paths: dict[str, _Path] = {}
-        self._undecided: dict[str, float] = {}  # path -> when first seen without a job id
-        self._ignored: dict[str, tuple[int, int]] = {}  # path -> identity that named no job
-        self._next_rescan = 0.0
+        self._paths: dict[str, FollowedPath] = {}
+        self._finder = LogFinder(config, self.stats, self._paths.__contains__, self._adopt)
         self._restore()
 
     # -- the loop ----------------------------------------------------------------------------
@@ -157,7 +109,7 @@ class LogScraper:
 
     def close(self) -> None:
         for p in self._paths.values():
-            for f in self._followers(p):
+            for f in p.followers():
                 f.tail.close()
 
     def open_files(self) -> int:
@@ -167,10 +119,7 @@ class LogScraper:
     async def poll(self) -> None:
         """One round: find new files, notice rotations, read, and send what is due."""
         now = self._clock()
-        if now >= self._next_rescan:
-            self._rescan(now)
-            self._next_rescan = now + self.config.rescan_interval_ms / 1000
-        self._decide_undecided(now)
+        self._finder.poll(now)
         for p in list(self._paths.values()):
             try:
                 self._check_path(p, now)
@@ -186,83 +135,19 @@ class LogScraper:
                 self._save()
                 log.info("log file gone, forgotten", extra={"path": p.path})
 
-    # -- finding files and their jobs --------------------------------------------------------
-
-    def _rescan(self, now: float) -> None:
-        for template in self._templates:
-            try:
-                found = template.expand()
-            except OSError as exc:
-                self.stats.read_errors += 1
-                log.warning(
-                    "cannot expand path template",
-                    extra={"template": template.template, "error": str(exc)},
-                )
-                continue
-            for path in found:
-                if path in self._paths or path in self._undecided:
-                    continue
-                if not _is_file(path):
-                    continue
-                ignored = self._ignored.get(path)
-                if ignored is not None and ignored == _identity(path):
-                    continue
-                job = template.job_id(path)
-                if job is None:
-                    self._undecided[path] = now
-                elif valid_job_id(job):
-                    self._adopt(path, job)
-                else:
-                    self._ignore(path, "its job id is not one (letters, digits and ._:@+-)")
-
-    def _decide_undecided(self, now: float) -> None:
-        for path, since in list(self._undecided.items()):
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(SLURM_SCAN_BYTES)
-            except OSError:
-                del self._undecided[path]  # gone: found again by a later rescan if it returns
-                continue
-            complete = [decode(x) for x in head.split(b"\n")[:-1]][: self.config.slurm_scan_lines]
-            job = slurm_job_id(complete)
-            if job is not None:
-                del self._undecided[path]
-                self._adopt(path, job)
-                continue
-            settled = (
-                len(complete) >= self.config.slurm_scan_lines
-                or len(head) >= SLURM_SCAN_BYTES
-                or now - since >= self.config.job_id_wait_ms / 1000
-            )
-            if not settled:
-                continue
-            del self._undecided[path]
-            if self.config.fallback_job_id is not None:
-                self._adopt(path, self.config.fallback_job_id)
-            else:
-                self._ignore(
-                    path, "no {job_id} in its template, no SLURM_JOB_ID in its first lines"
-                )
-
-    def _ignore(self, path: str, why: str) -> None:
-        """Skip a file that names no job railtrace can serve, until it is replaced."""
-        self.stats.files_without_job += 1
-        ident = _identity(path)
-        if ident is not None:
-            self._ignored[path] = ident
-        log.warning("log file names no job: skipped", extra={"path": path, "why": why})
+    # -- following files ---------------------------------------------------------------------
 
     def _adopt(self, path: str, job_id: str) -> None:
         tail = Tail.open(path, 0, self.config.max_line_bytes)
         if tail is None:
             return
-        p = _Path(path, job_id)
+        p = FollowedPath(path, job_id)
         p.current = self._new_follower(tail, p, 0)
         self._paths[path] = p
         self.stats.files_adopted += 1
         log.info("following log file", extra={"path": path, "job_id": job_id})
 
-    def _new_follower(self, tail: Tail, p: _Path, generation: int) -> _Follower:
+    def _new_follower(self, tail: Tail, p: FollowedPath, generation: int) -> Follower:
         entry = FileOffset(
             path=p.path,
             dev=tail.dev,
@@ -275,12 +160,12 @@ class LogScraper:
             head=tail.head,
         )
         p.next_generation = max(p.next_generation, generation + 1)
-        return _Follower(tail, entry, last_growth=self._clock())
+        return Follower(tail, entry, last_growth=self._clock())
 
     # -- rotation and disappearance ----------------------------------------------------------
 
-    def _check_path(self, p: _Path, now: float) -> None:
-        ident = _identity(p.path)
+    def _check_path(self, p: FollowedPath, now: float) -> None:
+        ident = identity(p.path)
         cur = p.current
         if ident is None:
             if p.missing_since is None:
@@ -304,7 +189,7 @@ class LogScraper:
         p.current = self._new_follower(tail, p, p.next_generation)
         self._save()
 
-    def _retire(self, p: _Path, now: float) -> None:
+    def _retire(self, p: FollowedPath, now: float) -> None:
         cur = p.current
         if cur is None:
             return
@@ -315,7 +200,7 @@ class LogScraper:
 
     # -- reading and sending -----------------------------------------------------------------
 
-    async def _service(self, p: _Path, f: _Follower, now: float) -> None:
+    async def _service(self, p: FollowedPath, f: Follower, now: float) -> None:
         cfg = self.config
         try:
             if f.tail.replaced(f.read_end):
@@ -344,7 +229,7 @@ class LogScraper:
         if f.retiring_since is not None and quiet >= cfg.rotate_grace_ms / 1000:
             await self._finish(p, f)
 
-    async def _truncated(self, p: _Path, f: _Follower) -> None:
+    async def _truncated(self, p: FollowedPath, f: Follower) -> None:
         """Close the cut content (what was read of it, and its unfinished line) and go on with
         the same open file as a new generation from byte 0. If sending fails, nothing changes
         and the next poll, which finds the file still cut, tries again."""
@@ -364,7 +249,7 @@ class LogScraper:
         p.current = self._new_follower(f.tail, p, p.next_generation)
         self._save()
 
-    async def _close_content(self, f: _Follower) -> bool:
+    async def _close_content(self, f: Follower) -> bool:
         """Send everything read of a content that will not grow, its unfinished line too."""
         if f.buffer and not await self._send(f, len(f.buffer)):
             return False
@@ -376,7 +261,7 @@ class LogScraper:
             self.stats.partial_lines_flushed += 1
         return True
 
-    async def _finish(self, p: _Path, f: _Follower) -> bool:
+    async def _finish(self, p: FollowedPath, f: Follower) -> bool:
         """A rotated-away or vanished content: send what is left, close it, forget it."""
         if not await self._close_content(f):
             return False
@@ -386,7 +271,7 @@ class LogScraper:
         self._save()
         return True
 
-    async def _send(self, f: _Follower, n: int) -> bool:
+    async def _send(self, f: Follower, n: int) -> bool:
         """Emit the first `n` buffered lines as one batch; record them delivered only after
         emit returned. False (lines kept for the next poll) if emit failed."""
         lines = f.buffer[:n]
@@ -443,12 +328,8 @@ class LogScraper:
 
     # -- state -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _followers(p: _Path) -> list[_Follower]:
-        return [*p.retiring, *([p.current] if p.current is not None else [])]
-
     def _save(self) -> None:
-        entries = [f.entry for p in self._paths.values() for f in self._followers(p)]
+        entries = [f.entry for p in self._paths.values() for f in p.followers()]
         offsets.save(self.config.state_file, entries)
 
     def _restore(self) -> None:
@@ -456,10 +337,11 @@ class LogScraper:
         for e in offsets.load(self.config.state_file):
             p = self._paths.get(e.path)
             if p is None:
-                p = self._paths[e.path] = _Path(e.path, e.job_id)
+                p = self._paths[e.path] = FollowedPath(e.path, e.job_id)
             p.next_generation = max(p.next_generation, e.generation + 1)
-            f = self._resume(e)
+            f = resume(e, self.config.max_line_bytes, self._clock())
             if f is None:
+                self.stats.files_lost += 1
                 continue
             if e.current and f.tail.path == e.path and p.current is None:
                 p.current = f
@@ -469,47 +351,6 @@ class LogScraper:
                 p.retiring.append(f)
         # A path whose content is gone or was cut gets its new content as the next generation
         # in the first poll (`_check_path`); a path that is gone altogether is then forgotten.
-
-    def _resume(self, e: FileOffset) -> _Follower | None:
-        """The file of entry `e` opened at its offset: at its path, else renamed beside it.
-        None (counted as lost) when that content is gone or was cut while we were away."""
-        candidates = [e.path]
-        folder = os.path.dirname(e.path) or "."
-        with contextlib.suppress(OSError):
-            candidates += sorted(
-                d.path for d in os.scandir(folder) if d.path != e.path and d.is_file()
-            )
-        for path in candidates:
-            if _identity(path) != (e.dev, e.ino):
-                continue
-            tail = Tail.open(path, e.offset, self.config.max_line_bytes)
-            if tail is None:
-                continue
-            now_head = tail.head
-            tail.head = e.head
-            if tail.identity != (e.dev, e.ino) or tail.replaced(e.offset):
-                tail.close()
-                break
-            tail.head = now_head
-            return _Follower(tail, e, last_growth=self._clock())
-        self.stats.files_lost += 1
-        log.warning(
-            "log file content of the state file is gone or was cut; its undelivered rest is lost",
-            extra={"path": e.path, "generation": e.generation, "offset": e.offset},
-        )
-        return None
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-
-
-def _is_file(path: str) -> bool:
-    return _identity(path) is not None
 
 
 async def run(config: LogScraperConfig, emit: Emit) -> None:
