@@ -2,7 +2,7 @@
 dead letter, or nothing, by source family.
 
 Every file of tests/fixtures/logs/real/ is parsed as replay parses a capture's log file
-(railtrace/replay/runner.py): one LogParser per file, fed line by line and paused at the end.
+(railtrace/replay/decode.py): one LogParser per file, fed line by line and paused at the end.
 The corpus has no fabric, so no file gets a host hint, and stamps without a zone are read as
 UTC. Blank lines are counted apart: they say nothing in any source.
 

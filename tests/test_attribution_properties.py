@@ -18,8 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from railtrace.replay import open_capture, replay
-from railtrace.replay.runner import DiscardSink
+from railtrace.replay import DiscardSink, open_capture, replay
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.records import JobFact, JobState, LinkEvent, Verdict
 from railtrace.topology import build_fabric

@@ -10,7 +10,7 @@ from logs_support import of_type, parse_real
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.jobs import JobView
-from railtrace.streams.attribution.verdicts import stall_time
+from railtrace.streams.attribution.stall import stall_time
 from railtrace.streams.attribution.watchdog import ranks_behind
 from railtrace.streams.records import (
     CauseKind,

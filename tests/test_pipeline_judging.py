@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from railtrace.replay import DiscardSink, open_capture
-from railtrace.replay.runner import ReplayReport, _as_cabled, _decode, _merged
+from railtrace.replay.decode import decode
+from railtrace.replay.runner import ReplayReport, _as_cabled, _merged
 from railtrace.streams.pipeline import Output, Pipeline
 from railtrace.streams.records import TelemetryValue, Verdict
 from railtrace.world.capture import write_world
@@ -52,7 +53,7 @@ def test_link_events_judged_per_instant_give_the_verdicts_judging_each_gives(
     write_world(tmp_path / "cap", seed, None, watchdog_s=600)
     capture = open_capture(tmp_path / "cap")
     report = ReplayReport()
-    decoded = _decode(capture, report, DiscardSink(), lambda *_: None, UTC)
+    decoded = decode(capture, report, DiscardSink(), lambda *_: None, UTC)
     fabric = _as_cabled(capture, decoded.lldp, report)
     records = list(_merged(decoded.per_file, decoded.facts))
     whole = Pipeline(fabric)

@@ -5,7 +5,9 @@ Owns file reading; the core it drives (`railtrace.streams.pipeline`) stays I/O-f
 
 from railtrace.replay import marker
 from railtrace.replay.capture import Capture, CaptureError, open_capture
-from railtrace.replay.runner import DiscardSink, ReplayReport, Sink, replay, warnings
+from railtrace.replay.report import ReplayReport, warnings
+from railtrace.replay.runner import replay
+from railtrace.replay.sinks import DiscardSink, Sink
 
 __all__ = [
     "Capture",

@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 from railtrace import kafka
 from railtrace.kafka import topics
 from railtrace.replay.capture import Capture
-from railtrace.replay.runner import year_hint
+from railtrace.replay.decode import year_hint
 from railtrace.settings import KafkaSettings
 from railtrace.streams import wire
 from railtrace.streams.scheduler import read_placements, split

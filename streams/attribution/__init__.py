@@ -2,7 +2,8 @@
 
 `Correlator` is the stateful entry point; `profile` holds every tunable (the settings'
 `[attribution]` section); `scoring` the weights; `verdicts` turns observations into a ranked
-verdict. Pure: no I/O, no clocks.
+verdict (its `candidates` scored one by one, the culprit's failed side told by `diagnosis`).
+Pure: no I/O, no clocks.
 """
 
 from railtrace.streams.attribution.correlator import Correlator, CorrelatorStats

@@ -6,28 +6,31 @@ a pure function of the evidence observed so far, including `decided_at_ns`: the 
 evidence time from which the current answer has held. So the embedded replay (one process,
 strict time order) and the streaming workers (records arriving per partition, link anomalies
 from a replicated table, re-evaluation on a timer) reach the same verdicts.
+
+The correlator keeps the state (each job's view, its cached paths, event time, the jobs due
+for a look) and the order of judging; what it judges with are free functions over that state:
+`job_paths` (a job's links), `timing` (survival and decided_at), `pfc` (spreading pauses),
+`stall` (when a job stopped) and `verdicts` (the ranked answer).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from railtrace.streams.attribution import evidence as as_evidence
+from railtrace.streams.attribution.candidates import Observations
 from railtrace.streams.attribution.corroboration import corroborated
 from railtrace.streams.attribution.history import LinkEventSource, LinkHistory
+from railtrace.streams.attribution.job_paths import job_paths
 from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.pace import Pace
+from railtrace.streams.attribution.pfc import pfc_spread
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
-from railtrace.streams.attribution.verdicts import (
-    Observations,
-    build_verdict,
-    first_hung_collective,
-    healthy_verdict,
-    stall_time,
-)
-from railtrace.streams.attribution.watchdog import stall_of
+from railtrace.streams.attribution.stall import stall_time
+from railtrace.streams.attribution.timing import decided_at, survived_until
+from railtrace.streams.attribution.verdicts import build_verdict, healthy_verdict
 from railtrace.streams.records import (
     CauseKind,
     Evidence,
@@ -38,10 +41,9 @@ from railtrace.streams.records import (
     Progress,
     Verdict,
 )
-from railtrace.topology.attrs import Role
 from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
-from railtrace.topology.paths import LinkWeights, PathFinder, union_weights
+from railtrace.topology.paths import LinkWeights, PathFinder
 
 #: Verdicts that are re-judged as link anomalies arrive.
 TROUBLED = (JobState.STALLED, JobState.SLOW)
@@ -226,33 +228,11 @@ class Correlator:
 
     def _job_weights(self, job: _Job) -> LinkWeights:
         if job.weights is None:
-            flows = job.view.flows(self.fabric)
-            job.inferred = not flows and len(job.view.hosts) > 1
-            if flows:
-                weights = union_weights(self.paths.flow_links(a, b) for a, b in sorted(flows))
-            elif job.inferred:
-                # No channel lines (NCCL at WARN or unset), but the hosts are known (from the
-                # scheduler, or from the lines that name them): any two may talk on each rail.
-                weights = self.paths.mesh_links(job.view.hosts, self._nics_of(job))
-            else:
-                # One host, or none known: only its own NIC cables can be candidates.
-                nics_of = self._nics_of(job)
-                weights = {
-                    lid: 1.0
-                    for host in sorted(job.view.hosts)
-                    for nic in nics_of(host)
-                    if (lid := self.fabric.link_at.get(Endpoint(host, nic))) is not None
-                }
+            weights, job.inferred = job_paths(job.view, self.fabric, self.paths)
             for lid in weights:
                 self._jobs_on_link.setdefault(lid, set()).add(job.view.job_id)
             job.weights = weights
         return job.weights
-
-    def _nics_of(self, job: _Job) -> Callable[[str], tuple[str, ...]]:
-        """Per host, the NICs near the GPUs the scheduler gave the job there (all of them when
-        either is unknown): a job on half a node talks on half its rails."""
-        gpus, fabric = job.view.host_gpus, self.fabric
-        return lambda host: fabric.job_nics(host, gpus.get(host, ()))
 
     def _answer(
         self, job: _Job, upto_ns: int | None, corroborated: dict[str, int] | None = None
@@ -307,7 +287,7 @@ class Correlator:
         # A job that kept its pace for a full interval after an anomaly began was not slowed
         # by it; a job that kept running after a link changed state was not stopped by that.
         slow = state == JobState.SLOW
-        survived = self._survived_until(job.view, since, upto_ns, slow)
+        survived = survived_until(job.view, since, upto_ns, self.profile, slow)
         survivable = None if slow else STATE_CHANGES
         # A slowdown is seen only at the report after it began, and the report before that
         # gave the mean of steps some of which may already have been slow: it began somewhere
@@ -334,113 +314,11 @@ class Correlator:
             )
         }
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
-        victims, sources = self._pfc_spread(events, lo, hi)
+        victims, sources = pfc_spread(events, lo, hi, self.fabric, self.history)
         obs = Observations(weights, events, seen, victims, sources, job.inferred, onset_from)
         return build_verdict(
             job.view, obs, self.fabric, self.profile, since, upto_ns, state, pace_evidence
         )
-
-    def _survived_until(
-        self, view: JobView, since: int, upto_ns: int | None, slow: bool = False
-    ) -> int:
-        """Before this time an anomaly cannot explain the trouble that began at `since`: the
-        job went on making progress after it (its traffic took another path, the link came
-        back, the errors did not touch it). 0 without reports.
-
-        A stall needs only one whole step after the anomaly, a slowdown a whole interval at the
-        normal pace, since a report gives the mean pace of all the steps since the previous one.
-        Progress is known from the step reports and, for a stall, from the start of the first
-        collective that never finished: every collective before it finished.
-        """
-        pace = view.pace
-        if slow and pace.onset_prev_ns is not None and pace.onset_interval_ns is not None:
-            return pace.onset_prev_ns - pace.onset_interval_ns
-        interval = pace.interval_ns(since)
-        if interval is None:
-            return 0
-        progressed = [t for t in pace.recent if t < since]
-        hung = None if slow else first_hung_collective(view, upto_ns)
-        if hung is not None:
-            progressed.append(min(hung, since))
-        if not progressed:
-            return 0
-        # One whole step vouched for; without step numbers, the whole interval.
-        step = pace.step_ns(since)
-        slack = int(self.profile.judging.survival_slack_s * NS)
-        vouched = interval if step is None else min(interval, step + slack)
-        return max(progressed) - vouched
-
-    def _pfc_spread(
-        self, events: dict[str, list[LinkEvent]], lo: int, hi: int
-    ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, str]]]:
-        """Victims and sources of spreading PFC pauses among the job's links.
-
-        A link is a victim when the switch sending its pauses is itself paused on another
-        port in the same window: the storm started further on. Following those pauses from
-        switch to switch ends at the source: a port paused by a host NIC, or by a switch that
-        nobody pauses. A source among the job's links is returned with the victims it explains.
-        """
-        victims: dict[str, tuple[int, str]] = {}
-        sources: dict[str, tuple[int, str]] = {}
-        storms: dict[str, list[LinkEvent]] = {}  # per device: pauses it received, this window
-        for lid, hits in sorted(events.items()):
-            for e in hits:
-                if e.kind != LinkEventKind.PFC_STORM:
-                    continue
-                cause = self._paused_elsewhere(self._pauser(lid, e), lo, hi, storms)
-                if cause is None:
-                    continue
-                victims[lid] = (
-                    e.ts_ns,
-                    f"{cause.device} sends these pauses because it is itself paused on "
-                    f"{cause.interface} ({cause.detail}): a victim, not the source",
-                )
-                source = self._spread_source(cause, lo, hi, storms)
-                if source is not None and source in events and source not in sources:
-                    sources[source] = (
-                        e.ts_ns,
-                        f"the pauses seen on {lid} and the job's other links spread from here",
-                    )
-                break
-        return victims, sources
-
-    def _pauser(self, lid: str, e: LinkEvent) -> Endpoint:
-        """The far end of the link from the port that reported being paused."""
-        ref = self.fabric.links[lid]
-        return ref.b if ref.a == Endpoint(e.device, e.interface) else ref.a
-
-    def _spread_source(
-        self, storm: LinkEvent, lo: int, hi: int, storms: dict[str, list[LinkEvent]]
-    ) -> str | None:
-        """Follow pauses upstream from `storm` until a port nobody pauses further on."""
-        seen: set[str] = set()
-        while True:
-            lid = self.fabric.link_at.get(Endpoint(storm.device, storm.interface))
-            if lid is None or lid in seen:
-                return None
-            seen.add(lid)
-            cause = self._paused_elsewhere(self._pauser(lid, storm), lo, hi, storms)
-            if cause is None:
-                return lid
-            storm = cause
-
-    def _paused_elsewhere(
-        self, port: Endpoint, lo: int, hi: int, storms: dict[str, list[LinkEvent]]
-    ) -> LinkEvent | None:
-        """A storm of pauses received by `port`'s switch on another of its ports. `storms`
-        caches each device's received storms for the window: a spread touches a few switches
-        many times over."""
-        if self.fabric.role(port.device) in (None, Role.HOST):
-            return None
-        received = storms.get(port.device)
-        if received is None:
-            received = storms[port.device] = [
-                o
-                for _, lid in self.fabric.ports(port.device)
-                for o in self.history.between(lid, lo, hi)
-                if o.kind == LinkEventKind.PFC_STORM and o.device == port.device
-            ]
-        return next((o for o in received if o.interface != port.interface), None)
 
     def _schedule(self, job: _Job) -> None:
         at = job.view.pace.overdue_at()
@@ -454,37 +332,8 @@ class Correlator:
         final = self._answer(job, None, corroborated)
         if final.state not in TROUBLED:
             return final
-        return replace(final, decided_at_ns=self._decided_at(job, final, corroborated))
-
-    def _decided_at(self, job: _Job, final: Verdict, corroborated: dict[str, int]) -> int:
-        """The earliest evidence time from which the answer has been `final`'s.
-
-        Checked at the times evidence arrived: each hang fact, each anomaly on the two leading
-        candidates, each NCCL error that corroborates one of them, the moment the step reports
-        became overdue and the report that confirmed a slowdown.
-        """
-        times = _turning_points(job.view)
-        pace = job.view.pace
-        overdue = pace.overdue_at()
-        if overdue is not None and overdue <= self.now_ns:
-            times.add(overdue)
-        if pace.slow_confirmed_ns is not None:
-            times.add(pace.slow_confirmed_ns)
-        for cand in final.candidates[:2]:
-            times.update(e.ts_ns for e in cand.evidence)
-        times.discard(0)
-        decided = max(times, default=final.stalled_at_ns or 0)
-        for t in sorted(times, reverse=True):
-            answer = self._answer(job, t, corroborated)
-            if (answer.state, answer.cause_kind, answer.cause_link, answer.cause_node) != (
-                final.state,
-                final.cause_kind,
-                final.cause_link,
-                final.cause_node,
-            ):
-                break
-            decided = t
-        return decided
+        at = decided_at(job.view, final, self.now_ns, lambda t: self._answer(job, t, corroborated))
+        return replace(final, decided_at_ns=at)
 
     def _corroborated(self, view: JobView) -> dict[str, int]:
         """Links the job's own transport errors point at (see `corroboration`), with the
@@ -534,24 +383,3 @@ class Correlator:
     def drop(self, job_id: str) -> None:
         """Forget a job (its partition moved to another worker)."""
         self._jobs.pop(job_id, None)
-
-
-def _turning_points(view: JobView) -> set[int]:
-    """Times at which the job's hang evidence could have changed an answer: when the stall
-    moved earlier, when a transport error named a new peer, and every Xid."""
-    points: set[int] = {x.ts_ns for x in view.xids}
-    floor = 2**63
-    hang = [(t.ts_ns, t.started_ns) for t in view.timeouts]
-    hang += [(e.ts_ns, e.ts_ns) for e in view.net_errors]
-    hang += [(r.ts_ns, r.ts_ns) for r in view.ras if r.trouble]
-    hang += [(w.ts_ns, stall_of(w)) for w in view.watchdogs]
-    for ts, stall in sorted(hang):
-        if 0 < stall < floor:
-            floor = stall
-            points.add(ts)
-    peers: set[tuple[str, str | None]] = set()
-    for e in sorted(view.net_errors, key=lambda e: e.ts_ns):
-        if (e.host, e.peer) not in peers:
-            peers.add((e.host, e.peer))
-            points.add(e.ts_ns)
-    return points

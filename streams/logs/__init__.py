@@ -6,14 +6,9 @@ and does no I/O: callers hand it lines and get JobFacts back, deterministically.
 is bounded and can be saved and resumed (`LogParser.snapshot` / `LogParser.restore`).
 """
 
-from .parser import (
-    MAX_LINE_BYTES,
-    SNAPSHOT_VERSION,
-    LogParser,
-    ParseStats,
-    bounded,
-    parse_lines,
-)
+from .parser import SNAPSHOT_VERSION, LogParser, parse_lines
+from .parser_input import MAX_LINE_BYTES, bounded
+from .parser_stats import ParseStats
 
 __all__ = [
     "MAX_LINE_BYTES",

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, tzinfo
-from typing import Any, TypeVar
+from typing import Any
 
-from ..records import DeadLetter, JobFact, LogOrigin, NetError
+from ..records import JobFact, LogOrigin, NetError
 from .common import NOWHERE, Malformed, Where
 from .envdump import EnvRules
 from .kernel import KernelRules
 from .nccl import NcclLine, NcclRules, bare, match_prefix
 from .netmsg import ANCHORS, fields_in
+from .parser_input import MAX_LINE_BYTES, decode
+from .parser_stats import ParseStats, dead_letter
 from .progress import ProgressRules, latest_reports
 from .pytorch import TorchRules
 from .ras import RasRules
@@ -30,41 +32,10 @@ from .timestamps import Clock
 from .torchwatch import WatchdogRules
 from .undated import STRUCTURE
 
-#: Longest line parsed; anything beyond is cut off (and reported) so one runaway line cannot
-#: stall the stream or blow up memory; a progress bar's line keeps its newest renders instead
-#: (`bounded`).
-MAX_LINE_BYTES = 64 * 1024
-#: Bytes of a malformed line kept in its DeadLetter, enough to recognise it, bounded in memory.
-MAX_DEAD_LETTER_RAW = 4096
 #: Layout of `LogParser.snapshot`; bumped whenever a field changes meaning, so a worker never
 #: resumes from state it would misread.
 SNAPSHOT_VERSION = 1
 _PIECES = re.compile(r"\r\n?|\n")
-_Text = TypeVar("_Text", str, bytes)
-
-
-@dataclass
-class ParseStats:
-    """What happened to the input, so losses are visible rather than silent.
-
-    Every line parsed is counted once in `lines`: `malformed` if it produced a DeadLetter (a
-    cut-off line may still yield facts, counted in `facts`), else `skipped` if it yielded no
-    fact. A line not parsed because its position was already consumed (a redelivery after a
-    crash) is counted only in `redelivered`.
-    """
-
-    lines: int = 0
-    facts: int = 0
-    skipped: int = 0
-    malformed: int = 0
-    redelivered: int = 0
-    #: Every DeadLetter not yet taken: the owner drains them (`take_dead_letters`) as it
-    #: stores them, so that all are stored and memory stays bounded by what it feeds at once.
-    dead_letters: list[DeadLetter] = field(default_factory=list)
-
-    def take_dead_letters(self) -> list[DeadLetter]:
-        taken, self.dead_letters = self.dead_letters, []
-        return taken
 
 
 class LogParser:
@@ -145,7 +116,7 @@ class LogParser:
         facts: list[JobFact] = []
         problem: Malformed | None = None
         try:
-            text, cut = _decode(line)
+            text, cut = decode(line)
             if cut:
                 unit = "bytes" if isinstance(line, bytes) else "characters"
                 problem = Malformed(
@@ -167,7 +138,7 @@ class LogParser:
         stats.facts += len(facts)
         if problem is not None:
             stats.malformed += 1
-            stats.dead_letters.append(self._dead_letter(problem, line, line_no))
+            stats.dead_letters.append(dead_letter(problem, line, line_no, self.source, self.job_id))
         elif not facts:
             stats.skipped += 1
         return facts
@@ -353,16 +324,6 @@ class LogParser:
         channel must not be placed on a guess (see NcclRules.handle)."""
         return replace(line, host=self._where.host, pid=line.pid or self._where.pid)
 
-    def _dead_letter(self, problem: Malformed, line: str | bytes, line_no: int) -> DeadLetter:
-        raw = line if isinstance(line, bytes) else line.encode("utf-8", "backslashreplace")
-        return DeadLetter(
-            source=self.source,
-            reason=problem.reason,
-            raw=raw[:MAX_DEAD_LETTER_RAW],
-            line_no=line_no,
-            extra={"rule": problem.rule, "job_id": self.job_id},
-        )
-
 
 def _dated(fact: JobFact, dated_by: str) -> JobFact:
     """`fact` marked as dated by `dated_by` rather than by its own line."""
@@ -380,36 +341,6 @@ def _with_fields(fact: JobFact) -> JobFact:
     if found is None and event is None:
         return fact
     return replace(fact, completion=found, async_event=event)
-
-
-def _decode(line: str | bytes) -> tuple[str, bool]:
-    """The text of a line within MAX_LINE_BYTES, without its newline or NUL bytes, and whether
-    it had to be cut (not when it only lost bar renders a later one overwrote)."""
-    if isinstance(line, bytes):
-        kept, cut = bounded(line.rstrip(b"\r\n"), MAX_LINE_BYTES)
-        text = kept.decode("utf-8", errors="replace")
-    else:
-        text, cut = bounded(line.rstrip("\r\n"), MAX_LINE_BYTES)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text, cut
-
-
-def bounded(raw: _Text, limit: int) -> tuple[_Text, bool]:
-    """`raw` within `limit`, and whether anything was lost but bar renders a later render
-    overwrote: a progress bar's line keeps its first piece (a shipper's stamp, srun's label)
-    and its newest renders after carriage returns, as a terminal shows the newest; any other
-    line keeps its first `limit`. Shared by the parser and the host scraper's tail, so both
-    keep the same part of a long line."""
-    if len(raw) <= limit:
-        return raw, False
-    cr = b"\r" if isinstance(raw, bytes) else "\r"
-    first = raw.find(cr)
-    if 0 <= first <= limit // 2:
-        tail = raw.find(cr, len(raw) - (limit - first))
-        if tail > first:
-            return raw[:first] + raw[tail:], False
-    return raw[:limit], True
 
 
 def parse_lines(

@@ -17,11 +17,10 @@ redelivered flap, PFC priority or traffic sample neither repeats an event nor mo
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Self
 
 from ..records import LinkEvent, LinkEventKind, LinkSample, Metric, TelemetryValue
-from .state import VERSION, check_header, dec_bool, dec_int, dec_num, dec_str, enc_int, enc_num
+from .health_state import Baseline, HealthState, Iface, Latch, LatchKey, PauseGroup
 from .thresholds import Thresholds
 
 K = LinkEventKind
@@ -59,102 +58,23 @@ WATCHED_METRICS = frozenset(
     }
 )
 
-_Iface = tuple[str, str]
-
-#: The per-interface parts of a version 1 snapshot (see `LinkHealth.snapshot`).
-_SNAPSHOT_PARTS = frozenset(
-    {"oper", "changes", "carrier", "latches", "pause", "baselines", "pre_fec", "seen"}
-)
-_LatchKey = tuple[str, str, LinkEventKind, str]
-
-
-@dataclass(slots=True)
-class _Latch:
-    active: bool
-    last_bad_ns: int
-
-
-@dataclass(slots=True)
-class _PauseGroup:
-    """PFC pause rates of one direction reported at one timestamp, summed as they arrive."""
-
-    ts_ns: int
-    total: float
-    qualifiers: list[str]
-
-
-@dataclass(slots=True)
-class _Baseline:
-    ewma: float
-    samples: int
-
-    def learn(self, value: float, alpha: float) -> None:
-        """Move the level towards `value` (an EWMA) and count the sample."""
-        self.ewma += alpha * (value - self.ewma)
-        self.samples += 1
-
 
 class LinkHealth:
     """Per-interface state machines over TelemetryValues (oper-status) and LinkSamples.
 
     `update` takes one input and returns the LinkEvents it causes, usually none. Owned by one
-    stream partition: all inputs of one interface must come to the same instance.
+    stream partition: all inputs of one interface must come to the same instance. What it
+    remembers is a `HealthState` (`health_state`), which is also its snapshot.
     """
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         self.thresholds = thresholds or Thresholds()
-        self._latches: dict[_LatchKey, _Latch] = {}
-        # Last oper-status time and whether the link was down then (None: no up/down seen yet).
-        self._oper: dict[_Iface, tuple[int, bool | None]] = {}
-        self._changes: dict[_Iface, deque[int]] = {}
-        self._carrier: dict[_Iface, deque[tuple[int, int]]] = {}
-        self._pause: dict[tuple[str, str, str], _PauseGroup] = {}
-        self._baselines: dict[tuple[str, str, Metric], _Baseline] = {}
-        # Pre-FEC levels per series: one port reports per-lane corrected symbols beside its
-        # total corrected bits, each on its own scale.
-        self._pre_fec: dict[tuple[str, str, Metric, str], _Baseline] = {}
-        # Time of the last sample of each watched (device, interface, metric, qualifier).
-        self._seen: dict[tuple[str, str, Metric, str], int] = {}
+        self._state = HealthState()
 
     def snapshot(self) -> dict[str, Any]:
-        """The whole state as plain JSON values, to be stored once per batch, not per input.
-
-        Layout (version 1): `ifaces` is device -> interface -> an object with only the parts
-        that interface has: `oper` [ts_ns, down or null], `changes` [ts_ns, ...], `carrier`
-        [[ts_ns, increments], ...], `latches` [[kind, sub, active, last_bad_ns], ...], `pause`
-        [[direction, ts_ns, total, [qualifier, ...]], ...], `baselines` [[metric, ewma,
-        samples], ...], `pre_fec` [[metric, qualifier, ewma, samples], ...] and `seen`
-        [[metric, qualifier, ts_ns], ...]. Grouping by interface
-        keeps it small and readable; thresholds are configuration and are not in it.
-        """
-        ifaces: dict[str, dict[str, dict[str, list[Any]]]] = {}
-
-        def rows(device: str, interface: str, part: str) -> list[Any]:
-            return ifaces.setdefault(device, {}).setdefault(interface, {}).setdefault(part, [])
-
-        for (device, interface), (ts_ns, down) in self._oper.items():
-            rows(device, interface, "oper").extend((enc_int(ts_ns), down))
-        for (device, interface), changes in self._changes.items():
-            if changes:
-                rows(device, interface, "changes").extend(enc_int(ts) for ts in changes)
-        for (device, interface), carrier in self._carrier.items():
-            if carrier:
-                rows(device, interface, "carrier").extend([enc_int(ts), n] for ts, n in carrier)
-        for (device, interface, kind, sub), latch in self._latches.items():
-            row = [str(kind), str(sub), latch.active, enc_int(latch.last_bad_ns)]
-            rows(device, interface, "latches").append(row)
-        for (device, interface, direction), group in self._pause.items():
-            row = [direction, enc_int(group.ts_ns), enc_num(group.total), list(group.qualifiers)]
-            rows(device, interface, "pause").append(row)
-        for (device, interface, metric), baseline in self._baselines.items():
-            row = [str(metric), enc_num(baseline.ewma), baseline.samples]
-            rows(device, interface, "baselines").append(row)
-        for (device, interface, metric, qualifier), baseline in self._pre_fec.items():
-            row = [str(metric), qualifier, enc_num(baseline.ewma), baseline.samples]
-            rows(device, interface, "pre_fec").append(row)
-        for (device, interface, metric, qualifier), ts_ns in self._seen.items():
-            rows(device, interface, "seen").append([str(metric), qualifier, enc_int(ts_ns)])
-        return {"v": VERSION, "type": "LinkHealth", "ifaces": ifaces}
+        """The whole state as plain JSON values, to be stored once per batch, not per input
+        (layout: `HealthState.snapshot`); thresholds are configuration and are not in it."""
+        return self._state.snapshot()
 
     @classmethod
     def restore(cls, snap: dict[str, Any], thresholds: Thresholds | None = None) -> Self:
@@ -163,43 +83,10 @@ class LinkHealth:
         `snap` may come straight from `orjson.loads`; nothing in it is kept by reference.
         Raises ValueError for another version, another kind of snapshot, or a damaged one.
         """
-        check_header(snap, "LinkHealth")
+        state = HealthState.restore(snap)
         health = cls(thresholds)
-        try:
-            for device, interfaces in snap["ifaces"].items():
-                for interface, parts in interfaces.items():
-                    health._restore_iface(device, interface, parts)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"damaged LinkHealth snapshot: {exc!r}") from exc
+        health._state = state
         return health
-
-    def _restore_iface(self, device: str, interface: str, parts: dict[str, Any]) -> None:
-        iface = (device, interface)
-        unknown = parts.keys() - _SNAPSHOT_PARTS
-        if unknown:
-            raise ValueError(f"unknown parts {sorted(unknown)} for {device} {interface}")
-        if "oper" in parts:
-            ts_ns, down = parts["oper"]
-            self._oper[iface] = (dec_int(ts_ns), None if down is None else dec_bool(down))
-        if "changes" in parts:
-            self._changes[iface] = deque(dec_int(ts) for ts in parts["changes"])
-        if "carrier" in parts:
-            self._carrier[iface] = deque((dec_int(ts), dec_int(n)) for ts, n in parts["carrier"])
-        for kind, sub, active, last_bad_ns in parts.get("latches", ()):
-            key = (device, interface, LinkEventKind(kind), dec_str(sub))
-            self._latches[key] = _Latch(dec_bool(active), dec_int(last_bad_ns))
-        for direction, ts_ns, total, qualifiers in parts.get("pause", ()):
-            quals = [dec_str(q) for q in qualifiers]
-            group = _PauseGroup(dec_int(ts_ns), dec_num(total), quals)
-            self._pause[(device, interface, dec_str(direction))] = group
-        for metric, ewma, samples in parts.get("baselines", ()):
-            baseline = _Baseline(dec_num(ewma), dec_int(samples))
-            self._baselines[(device, interface, Metric(metric))] = baseline
-        for metric, qualifier, ewma, samples in parts.get("pre_fec", ()):
-            series = (device, interface, Metric(metric), dec_str(qualifier))
-            self._pre_fec[series] = _Baseline(dec_num(ewma), dec_int(samples))
-        for metric, qualifier, ts_ns in parts.get("seen", ()):
-            self._seen[(device, interface, Metric(metric), dec_str(qualifier))] = dec_int(ts_ns)
 
     def update(self, item: TelemetryValue | LinkSample) -> list[LinkEvent]:
         """The LinkEvents `item` causes. TelemetryValues other than oper-status are ignored:
@@ -210,12 +97,12 @@ class LinkHealth:
             return self._on_oper(item.ts_ns, item.device, item.interface, item.value)
         return []
 
-    def _latch(self, key: _LatchKey, ts_ns: int, bad: bool) -> bool:
+    def _latch(self, key: LatchKey, ts_ns: int, bad: bool) -> bool:
         """Record whether the condition holds at `ts_ns`; True when it is being entered."""
-        latch = self._latches.get(key)
+        latch = self._state.latches.get(key)
         if bad:
             if latch is None:
-                self._latches[key] = _Latch(True, ts_ns)
+                self._state.latches[key] = Latch(True, ts_ns)
                 return True
             entering = not latch.active
             latch.active, latch.last_bad_ns = True, ts_ns
@@ -227,7 +114,7 @@ class LinkHealth:
 
     def _on_oper(self, ts_ns: int, device: str, interface: str, state: str) -> list[LinkEvent]:
         iface = (device, interface)
-        last = self._oper.get(iface)
+        last = self._state.oper.get(iface)
         if last is not None and ts_ns <= last[0]:
             return []  # redelivered or out of order: replaying it would repeat DOWN/UP/FLAP
         was_down = None if last is None else last[1]
@@ -236,9 +123,9 @@ class LinkHealth:
         elif state in DOWN_STATES:
             down = True
         else:
-            self._oper[iface] = (ts_ns, was_down)
+            self._state.oper[iface] = (ts_ns, was_down)
             return []
-        self._oper[iface] = (ts_ns, down)
+        self._state.oper[iface] = (ts_ns, down)
         if was_down == down:
             return []
         events = []
@@ -247,18 +134,18 @@ class LinkHealth:
         elif was_down:
             events.append(LinkEvent(ts_ns, device, interface, K.UP, 0.0, "oper-status up"))
         if was_down is not None:
-            self._changes.setdefault(iface, deque()).append(ts_ns)
+            self._state.changes.setdefault(iface, deque()).append(ts_ns)
         return events + self._flap(ts_ns, iface)
 
-    def _flap(self, ts_ns: int, iface: _Iface) -> list[LinkEvent]:
+    def _flap(self, ts_ns: int, iface: Iface) -> list[LinkEvent]:
         """FLAP when oper changes, or carrier-transitions increments, in the window reach the
         threshold. The two sources see the same flaps, so the larger count is used, not the sum.
         """
         since = ts_ns - self.thresholds.flap_window_s * 1e9
-        changes = self._changes.get(iface, deque())
+        changes = self._state.changes.get(iface, deque())
         while changes and changes[0] <= since:
             changes.popleft()
-        carrier = self._carrier.get(iface, deque())
+        carrier = self._state.carrier.get(iface, deque())
         while carrier and carrier[0][0] <= since:
             carrier.popleft()
         count = max(len(changes), sum(n for _, n in carrier))
@@ -272,10 +159,10 @@ class LinkHealth:
         if metric not in WATCHED_METRICS:
             return []
         series = (s.device, s.interface, metric, s.qualifier)
-        last = self._seen.get(series)
+        last = self._state.seen.get(series)
         if last is not None and s.ts_ns <= last:
             return []  # redelivered: it would count a PFC priority or move a baseline twice
-        self._seen[series] = s.ts_ns
+        self._state.seen[series] = s.ts_ns
         t = self.thresholds
         if metric in ERROR_METRICS:
             return self._on_errors(s)
@@ -301,7 +188,7 @@ class LinkHealth:
             iface = (s.device, s.interface)
             increments = round(s.rate * s.interval_s)
             if increments > 0:
-                self._carrier.setdefault(iface, deque()).append((s.ts_ns, increments))
+                self._state.carrier.setdefault(iface, deque()).append((s.ts_ns, increments))
             return self._flap(s.ts_ns, iface)
         return []
 
@@ -325,13 +212,13 @@ class LinkHealth:
         kind = K.PFC_STORM if direction == "rx" else K.PFC_PAUSING
         key = (s.device, s.interface, kind, direction)
         group_key = (s.device, s.interface, direction)
-        group = self._pause.get(group_key)
+        group = self._state.pause.get(group_key)
         if group is not None and s.ts_ns < group.ts_ns:
             return []
         if group is None or s.ts_ns > group.ts_ns:
             if group is not None and group.total < threshold:
                 self._latch(key, group.ts_ns, False)
-            group = self._pause[group_key] = _PauseGroup(s.ts_ns, 0.0, [])
+            group = self._state.pause[group_key] = PauseGroup(s.ts_ns, 0.0, [])
         group.total += s.rate
         group.qualifiers.append(s.qualifier)
         if group.total < threshold or not self._latch(key, s.ts_ns, True):
@@ -351,27 +238,27 @@ class LinkHealth:
         """SPEED_DOWN when a port negotiates below the highest speed it had: a cable or optic
         that no longer holds full speed keeps the link up and slows what crosses it."""
         key = (s.device, s.interface, s.metric)
-        best = self._baselines.get(key)
+        best = self._state.baselines.get(key)
         if best is None or s.rate > best.ewma:
-            self._baselines[key] = _Baseline(s.rate, 1)
-            best = self._baselines[key]
+            self._state.baselines[key] = Baseline(s.rate, 1)
+            best = self._state.baselines[key]
         latch = (s.device, s.interface, K.SPEED_DOWN, "")
         if s.rate >= best.ewma:
             # Speeds come on change: back at full speed is clear at once, with no quiet time.
-            self._latches.pop(latch, None)
+            self._state.latches.pop(latch, None)
             return []
         if not self._latch(latch, s.ts_ns, True):
             return []
         detail = f"negotiated {s.rate:g} Gb/s, down from {best.ewma:g} Gb/s"
         return [LinkEvent(s.ts_ns, s.device, s.interface, K.SPEED_DOWN, s.rate, detail)]
 
-    def _baseline_of(self, s: LinkSample) -> _Baseline | None:
+    def _baseline_of(self, s: LinkSample) -> Baseline | None:
         """The level `s`'s series has shown so far; None for its first sample, which
         starts it."""
         key = (s.device, s.interface, s.metric)
-        baseline = self._baselines.get(key)
+        baseline = self._state.baselines.get(key)
         if baseline is None:
-            self._baselines[key] = _Baseline(s.rate, 1)
+            self._state.baselines[key] = Baseline(s.rate, 1)
         return baseline
 
     def _on_errors(self, s: LinkSample) -> list[LinkEvent]:
@@ -383,12 +270,12 @@ class LinkHealth:
         t = self.thresholds
         where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
         way = Metric.OUT_OCTETS if s.metric is Metric.OUT_ERRORS else Metric.IN_OCTETS
-        traffic = self._baselines.get((s.device, s.interface, way))
+        traffic = self._state.baselines.get((s.device, s.interface, way))
         frames = 0.0
         if traffic is not None and traffic.samples >= t.traffic_warmup_samples:
             frames = traffic.ewma / t.frame_bytes
         key = (s.device, s.interface, s.metric)
-        level = self._baselines.get(key)
+        level = self._state.baselines.get(key)
         if s.rate < t.error_rate_per_s:
             bad, detail = False, ""
         elif frames <= 0:
@@ -405,7 +292,7 @@ class LinkHealth:
         if not bad and frames > 0:
             # The link's own error ratio is taught only by samples that were no burst.
             if level is None:
-                self._baselines[key] = _Baseline(s.rate / frames, 1)
+                self._state.baselines[key] = Baseline(s.rate / frames, 1)
             else:
                 level.learn(s.rate / frames, t.error_baseline_alpha)
         return events
@@ -418,9 +305,9 @@ class LinkHealth:
         frames there are no frame errors, but the line still carries idles to correct."""
         t = self.thresholds
         key = (s.device, s.interface, s.metric, s.qualifier)
-        baseline = self._pre_fec.get(key)
+        baseline = self._state.pre_fec.get(key)
         if baseline is None:
-            self._pre_fec[key] = _Baseline(s.rate, 1)
+            self._state.pre_fec[key] = Baseline(s.rate, 1)
             return []
         where = f"{s.metric}[{s.qualifier}]" if s.qualifier else str(s.metric)
         level = baseline.ewma
