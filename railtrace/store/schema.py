@@ -38,6 +38,14 @@ _TS = "DateTime64(9, 'UTC')"
 _TS_ARROW = pa.timestamp("ns", tz="UTC")
 
 
+def _given_link_id() -> Column:
+    """The cable a telemetry row's interface belongs to: the writer looks it up in the
+    fabric, since the record itself names only the device and interface."""
+    return Column(
+        "link_id", "String", pa.string(), comment="cable id; empty when unknown", source=GIVEN
+    )
+
+
 def _inserted_at() -> Column:
     return Column(
         "inserted_at",
@@ -65,13 +73,7 @@ TABLES: tuple[Table, ...] = (
             Column("ts", _TS, _TS_ARROW, codec="DoubleDelta, ZSTD(1)", source="ts_ns"),
             Column("device", "LowCardinality(String)", pa.string()),
             Column("interface", "LowCardinality(String)", pa.string()),
-            Column(
-                "link_id",
-                "String",
-                pa.string(),
-                comment="cable id; empty when unknown",
-                source=GIVEN,
-            ),
+            _given_link_id(),
             Column("metric", "LowCardinality(String)", pa.string()),
             Column("qualifier", "LowCardinality(String)", pa.string()),
             Column("rate", "Float64", pa.float64(), codec="Gorilla, ZSTD(1)"),
@@ -94,13 +96,7 @@ TABLES: tuple[Table, ...] = (
             Column("ts", _TS, _TS_ARROW, source="ts_ns"),
             Column("device", "LowCardinality(String)", pa.string()),
             Column("interface", "LowCardinality(String)", pa.string()),
-            Column(
-                "link_id",
-                "String",
-                pa.string(),
-                comment="cable id; empty when unknown",
-                source=GIVEN,
-            ),
+            _given_link_id(),
             Column("kind", "LowCardinality(String)", pa.string()),
             Column("value", "Float64", pa.float64()),
             Column("detail", "String", pa.string()),
