@@ -14,9 +14,9 @@ from railtrace.api.joblinks import JobLinks
 from railtrace.api.tokens import TokenBook, TokenFileError
 from railtrace.compose import Say, StartError
 from railtrace.compose.fabric import api_topology
-from railtrace.compose.stores import open_owned
+from railtrace.compose.stores import held_store
 from railtrace.settings import Settings
-from railtrace.store import Store, remove_owner, write_owner
+from railtrace.store import Store
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -75,22 +75,15 @@ def serve(settings: Settings, host: str, port: int, topology: Path | None, say: 
     """Serve the API over the store until SIGTERM or Ctrl-C."""
     import uvicorn
 
-    store = open_owned(settings)
-    embedded = not settings.store.clickhouse_url
-    try:
+    with held_store(settings) as held:
         url = f"http://{host}:{port}"
-        app, local_token = api_app(settings, store, say, topology=topology)
-        if embedded:
-            write_owner(settings.store.data_dir, url, local_token)
+        app, local_token = api_app(settings, held.store, say, topology=topology)
+        held.announce(url, local_token)
         say(f"railtrace API on {url}  (incidents: {url}/incidents, reference: {url}/docs)")
-        # uvicorn re-raises SIGTERM after its own shutdown, which would skip the cleanup below;
-        # turning it into SystemExit lets the owner file be removed and the store closed.
+        # uvicorn re-raises SIGTERM after its own shutdown, which would skip the cleanup of
+        # `held_store`; turning it into SystemExit lets the owner file go and the store close.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         uvicorn.run(app, host=host, port=port, log_level="warning")
-    finally:
-        if embedded:
-            remove_owner(settings.store.data_dir)
-        store.close()
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from railtrace.compose import Say, StartError
 from railtrace.compose.fabric import alert_topology, load_topology
-from railtrace.compose.stores import open_owned
+from railtrace.compose.stores import held_store
 from railtrace.gctuning import settle_heap
 from railtrace.kafka import ensure_topics
 from railtrace.settings import Settings
@@ -56,31 +56,27 @@ def run_sink(
     from railtrace.probes.endpoint import Endpoint
     from railtrace.probes.service import EndpointService
     from railtrace.sink.writer import Sink
-    from railtrace.store import remove_owner, write_owner
 
     asyncio.run(ensure_topics(settings.kafka))
-    store = open_owned(settings)
-    sink = Sink(settings, store)
-    endpoint = Endpoint(settings.sink.metrics_listen, sink.metrics(), sink.health)
-    embedded = not settings.store.clickhouse_url
-    if api is not None:
-        host, port = api
-        url = f"http://{host}:{port}"
-        app, local_token = api_app(settings, store, say, sink, topology)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-        # Faust's worker owns the signals; the API server runs as one of its tasks.
-        server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
+    with held_store(settings) as held:
+        sink = Sink(settings, held.store)
+        endpoint = Endpoint(settings.sink.metrics_listen, sink.metrics(), sink.health)
+        if api is None:
+            held.announce()
+        else:
+            host, port = api
+            url = f"http://{host}:{port}"
+            app, local_token = api_app(settings, held.store, say, sink, topology)
+            server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+            # Faust's worker owns the signals; the API server runs as one of its tasks.
+            server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
 
-        async def serve_api_task() -> None:
-            await server.serve()
+            async def serve_api_task() -> None:
+                await server.serve()
 
-        sink.app.task(serve_api_task)
-        say(f"railtrace API on {url}")
-        if embedded:
-            write_owner(settings.store.data_dir, url, local_token)
-    elif embedded:
-        write_owner(settings.store.data_dir, None)
-    try:
+            sink.app.task(serve_api_task)
+            say(f"railtrace API on {url}")
+            held.announce(url, local_token)
         faust.Worker(
             sink.app,
             EndpointService(endpoint),
@@ -88,10 +84,6 @@ def run_sink(
             quiet=True,
             override_logging=False,
         ).execute_from_commandline()
-    finally:
-        if embedded:
-            remove_owner(settings.store.data_dir)
-        store.close()
 
 
 def run_alert(settings: Settings) -> dict[str, int]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -20,6 +22,8 @@ from railtrace.store import (
     StoreLockedError,
     open_store,
     read_owner,
+    remove_owner,
+    write_owner,
 )
 
 
@@ -45,6 +49,34 @@ def open_owned(settings: Settings) -> Store:
             "`railtrace db migrate` with a user that may CREATE, then start this again"
         )
     return store
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The store a long-running process owns, and how it tells this machine's other commands
+    where to read it: an embedded store cannot be opened twice, so `railtrace verdict` and the
+    rest look for the owner file and read through the API it names."""
+
+    store: Store
+    settings: Settings
+
+    def announce(self, api_url: str | None = None, api_token: str | None = None) -> None:
+        """Write the owner file (a server store needs none: any process may read it)."""
+        if not self.settings.store.clickhouse_url:
+            write_owner(self.settings.store.data_dir, api_url, api_token)
+
+
+@contextmanager
+def held_store(settings: Settings) -> Iterator[Held]:
+    """`open_owned`, for as long as the process runs; on the way out the owner file it wrote
+    is removed before the store closes, so no reader is sent to a process that is gone."""
+    store = open_owned(settings)
+    try:
+        yield Held(store, settings)
+    finally:
+        if not settings.store.clickhouse_url:
+            remove_owner(settings.store.data_dir)
+        store.close()
 
 
 def open_for_reading(settings: Settings) -> Store | None:
