@@ -1,20 +1,21 @@
 """The API process's own Prometheus metrics: its requests, and what the store holds.
 
 Store figures are read when Prometheus scrapes (a parts count and one quantile query), not kept
-on the request path. A process that also runs the sink (`railtrace sink --serve`) passes its
-write counters in, so one scrape shows what came in and what is served.
+on the request path. A process that also runs the sink (`railtrace sink --serve`) passes the
+sink in, and its families (the same `railtrace_sink_*` its own endpoint serves) join this
+scrape, so one scrape shows what came in and what is served.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol
 
 from fastapi import Request, Response
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from railtrace.store import Store
@@ -30,15 +31,9 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
 
 class SinkFigures(Protocol):
-    """What a sink running in the same process tells /metrics."""
+    """A sink running in the same process: its metric families, read at each scrape."""
 
-    def written_rows(self) -> Mapping[str, int]:
-        """Rows written per table since the process started."""
-        ...
-
-    def lag(self) -> Mapping[str, int]:
-        """Messages per topic not yet in the store."""
-        ...
+    def families(self) -> Iterable[Metric]: ...
 
 
 class _StoreFigures(Collector):
@@ -76,22 +71,7 @@ class _StoreFigures(Collector):
                 delay.add_metric(["0.95"], delays[1])
             yield delay
         if self.sink is not None:
-            written = CounterMetricFamily(
-                PREFIX + "sink_rows_written",
-                "Rows the sink of this process wrote, per table, since it started.",
-                labels=["table"],
-            )
-            for table, n in sorted(self.sink.written_rows().items()):
-                written.add_metric([table], n)
-            yield written
-            lag = GaugeMetricFamily(
-                PREFIX + "sink_lag_messages",
-                "Messages on each topic this sink owns that are not in the store yet.",
-                labels=["topic"],
-            )
-            for topic, n in sorted(self.sink.lag().items()):
-                lag.add_metric([topic], n)
-            yield lag
+            yield from self.sink.families()
 
 
 class ApiMetrics:

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import store_samples as s
 from api_support import api_client
+from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from railtrace.sink import probes as sink_probes
 from railtrace.store.chdb_store import ChdbStore
 
 
@@ -32,17 +34,15 @@ def store(tmp_path: Path) -> Iterator[ChdbStore]:
 
 
 class _Sink:
-    """The figures a sink in the same process hands /metrics; the real sink's are scraped in
+    """A sink in the same process, with set figures; the real sink's are scraped in
     test_streaming_e2e.py."""
 
     def __init__(self, written: dict[str, int], lag: dict[str, int]) -> None:
-        self._written, self._lag = written, lag
+        self.figures = sink_probes.Figures(written, lag, write_failures=1, partitions=4)
 
-    def written_rows(self) -> dict[str, int]:
-        return self._written
-
-    def lag(self) -> dict[str, int]:
-        return self._lag
+    def families(self) -> list[Metric]:
+        health = sink_probes.assess(sink_probes.Readings(0.0, None, None), grace_s=120)
+        return list(sink_probes.families(self.figures, health))
 
 
 def test_metrics_count_requests_by_route_template_and_read_the_store(store: ChdbStore) -> None:
@@ -62,6 +62,8 @@ def test_metrics_count_requests_by_route_template_and_read_the_store(store: Chdb
     assert got[("railtrace_store_rows", (("table", "node_events"),))] == 0
     assert got[("railtrace_sink_rows_written_total", (("table", "verdicts"),))] == 2
     assert got[("railtrace_sink_lag_messages", (("topic", "railtrace.verdicts.v1"),))] == 3
+    assert got[("railtrace_sink_write_failures_total", ())] == 1
+    assert got[("railtrace_sink_healthy", ())] == 1
 
 
 def test_invented_http_methods_cannot_grow_the_metrics_without_bound(store: ChdbStore) -> None:

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from faust.exceptions import ConsumerNotStarted
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
 
 from railtrace.collectors.hosts import nodeevents
 from railtrace.kafka import topics
@@ -133,14 +134,13 @@ class Sink:
 
     def metrics(self) -> CollectorRegistry:
         """A registry reading the sink's counters at each scrape."""
+        return probes.registry(self.families)
 
-        def read() -> list[Any]:
-            figures = probes.Figures(
-                self.written_rows(), self.lag(), self.write_failures, self.held
-            )
-            return list(probes.families(figures, self.health()))
-
-        return probes.registry(read)
+    def families(self) -> list[Metric]:
+        """The sink's metric families as they stand now; the API of a `sink --serve` process
+        serves them too."""
+        figures = probes.Figures(self.written_rows(), self.lag(), self.write_failures, self.held)
+        return list(probes.families(figures, self.health()))
 
     def written_rows(self) -> dict[str, int]:
         return dict(self.written)
