@@ -55,6 +55,7 @@ start() {
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "kafka already running (pid $(cat "$pidfile"))"; return 0
   fi
+  refuse_foreign
   rm -rf "$home/data" "$home/server.properties"
   mkdir -p "$home/data"
   configure
@@ -74,7 +75,18 @@ resume() {
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "kafka already running (pid $(cat "$pidfile"))"; return 0
   fi
+  refuse_foreign
   launch
+}
+
+refuse_foreign() {
+  # Another checkout's broker on our port would take our tests' traffic, and our `stop` could
+  # not stop it: the tests that stop the broker would then fail for a reason they cannot name.
+  if answers; then
+    echo "a broker not started from $root already answers on 127.0.0.1:$port;" \
+      "stop it (its checkout's deploy/kafka/kafka.sh stop) or set RAILTRACE_KAFKA_PORT" >&2
+    exit 1
+  fi
 }
 
 configure() {
