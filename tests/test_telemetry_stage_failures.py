@@ -57,7 +57,8 @@ async def _events(settings: Settings) -> list[tuple[str, LinkEventKind]]:
     return out
 
 
-async def _run(settings: Settings, stage: TelemetryStage, want: int) -> list[Any]:
+async def _publish_raw(settings: Settings) -> None:
+    """The fabric's raw gNMI stream onto the broker, before a stage reads it."""
     await kafka.ensure_topics(settings.kafka)
     producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP)
     await producer.start()
@@ -68,6 +69,10 @@ async def _run(settings: Settings, stage: TelemetryStage, want: int) -> list[Any
         await producer.flush()
     finally:
         await producer.stop()
+
+
+async def _run(settings: Settings, stage: TelemetryStage, want: int) -> list[Any]:
+    await _publish_raw(settings)
     task = asyncio.create_task(stage.run())
     try:
         deadline = time.monotonic() + 90
@@ -122,16 +127,7 @@ def test_a_stage_failing_is_reported_from_its_first_failure_until_a_whole_cycle(
     seen: list[float | None] = []
 
     async def watch() -> None:
-        await kafka.ensure_topics(settings.kafka)
-        producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP)
-        await producer.start()
-        try:
-            raw = topics.name(settings.kafka.topic_prefix, topics.RAW_GNMI)
-            for r in _stream(PortLinks(FABRIC)):
-                await producer.send(raw, r.value, key=r.key, partition=r.partition)
-            await producer.flush()
-        finally:
-            await producer.stop()
+        await _publish_raw(settings)
         assert stage.unassigned_since is not None and not stage.held
         task = asyncio.create_task(stage.run())
         try:
