@@ -9,6 +9,7 @@ Bounded in size, so a job followed for weeks keeps a fixed-size state in a chang
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,16 +38,22 @@ class PaceRules(BaseModel):
         "second report, and skipping two would leave it unjudged for hours.",
     )
     baseline_reports: int = Field(
-        default=8,
+        default=12,
         ge=1,
-        description="Reports after the warm-up whose median is the job's normal pace...",
+        description="Reports after the warm-up whose median is the job's normal pace and "
+        "whose spread is its jitter. Twelve, not eight: the bars below are drawn from that "
+        "spread, and eight reports put it under 0.6 of the true one a fifth of the time "
+        "(twelve: a seventh)...",
     )
     min_baseline_reports: int = Field(
-        default=3,
+        default=2,
         ge=1,
         description="...judged against as soon as this many are in; until the baseline is "
         "full a report that is not slow joins it and a slow one counts as slow, so a sparse "
-        "reporter (one report in ten minutes) is judged within the hour, not after two.",
+        "reporter (one report in ten minutes) is judged within the hour, not after two. Two, "
+        "not three: a report the baseline takes in is never judged, and at Megatron's and "
+        "NeMo's default of a report per 100 steps a fault in a job's first hour was learnt "
+        "as its normal pace.",
     )
     slow_ratio: float = Field(
         default=1.2,
@@ -73,7 +80,23 @@ class PaceRules(BaseModel):
         default=3,
         ge=1,
         description="Consecutive slow reports that make a slowdown: one or two are a hiccup "
-        "(an evaluation pass, a checkpoint save), three in a row are how a gray link shows.",
+        "(an evaluation pass, a checkpoint save), three in a row are how a gray link shows...",
+    )
+    shift_reports: int = Field(
+        default=7,
+        ge=2,
+        description="...or the median of this many latest reports is past its own bar: a link "
+        "losing a few frames slows a job by 5-10%, inside its reports' jitter, so no three "
+        "reports in a row need clear the bar while every one of them is slower than before...",
+    )
+    shift_noise_multiple: float = Field(
+        default=5.0,
+        gt=0,
+        description="...that bar being normal plus this many standard errors of a median of "
+        "that many reports (1.25 x the spread / sqrt(n)), never under min_slow_ratio nor over "
+        "slow_ratio: five, not four, since the median is tried afresh at every report of a "
+        "job that runs for weeks (about one false slowdown in a million reports for Gaussian "
+        "jitter). The median reads only reports since the last slowdown ended.",
     )
     recent_reports: int = Field(
         default=16,
@@ -136,6 +159,8 @@ class Pace:
     first_step: int | None = None  # the step of the first report: the warm-up counts from it
     baseline: list[float] = field(default_factory=list)
     recent: list[int] = field(default_factory=list)  # report times, oldest first
+    #: The paces of the latest of `recent` (since the last slowdown ended), oldest first.
+    values: list[float] = field(default_factory=list)
     steps: list[int] = field(default_factory=list)  # the step each of `recent` reported
     run_start_ns: int | None = None  # first report of the current run of slow ones
     run_len: int = 0
@@ -165,8 +190,10 @@ class Pace:
             return False
         self.recent.append(p.ts_ns)
         self.steps.append(p.step)
+        self.values.append(value)
         del self.recent[: -self.rules.recent_reports]
         del self.steps[: -self.rules.recent_reports]
+        del self.values[: -self.rules.recent_reports]
         self.finished = p.total_steps is not None and p.step >= p.total_steps
         self.seen += 1
         rules = self.rules
@@ -186,18 +213,26 @@ class Pace:
             self.baseline.append(value)
         self.last_ratio = ratio
         was_slow = self.slow_since_ns is not None
+        shift_bar = self.shift_bar
         # A slowdown ends at a report back within half the bar: a job slowed just past it
-        # would otherwise end and start again with its reports' own jitter.
-        if ratio >= bar or (was_slow and ratio >= 1.0 + (bar - 1.0) / 2):
-            if self.run_start_ns is None:
-                self.run_start_ns = p.ts_ns
-                self.run_len = 0
-                self.onset_prev_ns = self.recent[-2] if len(self.recent) > 1 else None
+        # would otherwise end and start again with its reports' own jitter. Nor does a report
+        # that low start one, whatever the median of those before it.
+        holding = ratio >= 1.0 + (shift_bar - 1.0) / 2
+        shift = self.shift_ratio() if holding and not was_slow else None
+        shifted = shift is not None and shift >= shift_bar
+        if ratio >= bar or (was_slow and holding) or shifted:
+            # The median dates a slowdown it shows from the first slow report among those it
+            # read, which may come before a run of slow reports under way.
+            first = self._shift_onset(shift_bar) if shifted else len(self.recent) - 1
+            if self.run_start_ns is None or self.recent[first] < self.run_start_ns:
+                self.run_start_ns = self.recent[first]
+                self.run_len = len(self.recent) - 1 - first
+                self.onset_prev_ns = self.recent[first - 1] if first > 0 else None
                 self.onset_interval_ns = self.interval_ns(self.onset_prev_ns)
             self.run_len += 1
-            if self.run_len == self.rules.slow_reports and not was_slow:
+            if not was_slow and (self.run_len >= self.rules.slow_reports or shifted):
                 self.slow_since_ns, self.slow_confirmed_ns = self.run_start_ns, p.ts_ns
-                self.peak_ratio = ratio
+                self.peak_ratio = max(ratio, shift or 0.0)
                 return True
             if was_slow:
                 self.peak_ratio = max(self.peak_ratio, ratio)
@@ -206,6 +241,8 @@ class Pace:
         if was_slow:
             self.slow_since_ns = self.slow_confirmed_ns = None
             self.peak_ratio = 0.0
+            # The slowed reports would carry the median straight into a new slowdown.
+            del self.values[:-1]
             return True
         return False
 
@@ -228,6 +265,41 @@ class Pace:
         mad = statistics.median(abs(v - normal) for v in self.baseline)
         bar = 1.0 + rules.noise_multiple * 1.4826 * mad / normal
         return min(rules.slow_ratio, max(rules.min_slow_ratio, bar))
+
+    @property
+    def shift_bar(self) -> float:
+        """The ratio to normal at which the median of the latest `shift_reports` reports is
+        slow (see `shift_noise_multiple`); the slow bar itself while the baseline fills."""
+        rules = self.rules
+        normal = self.normal
+        if not normal or len(self.baseline) < rules.baseline_reports:
+            return self.slow_bar
+        sigma = 1.4826 * statistics.median(abs(v - normal) for v in self.baseline) / normal
+        # The median of the latest reports is held against the median of the baseline's:
+        # both are estimates, and the bar allows for the error of each.
+        error = 1.2533 * sigma * math.sqrt(1 / rules.shift_reports + 1 / len(self.baseline))
+        bar = 1.0 + rules.shift_noise_multiple * error
+        return min(rules.slow_ratio, max(rules.min_slow_ratio, bar))
+
+    def shift_ratio(self) -> float | None:
+        """The median of the latest `shift_reports` paces over normal; None until the baseline
+        is full (a median of reports against a baseline still being learnt says little) and
+        that many are in."""
+        rules = self.rules
+        normal = self.normal
+        n = rules.shift_reports
+        if not normal or len(self.baseline) < rules.baseline_reports or len(self.values) < n:
+            return None
+        return statistics.median(self.values[-n:]) / normal
+
+    def _shift_onset(self, shift_bar: float) -> int:
+        """Index in `recent` of the first of the latest `shift_reports` reports that is slow
+        against the median's bar: where a slowdown the median showed began."""
+        normal = self.normal or 1.0
+        offset = len(self.recent) - len(self.values)  # `values` are the latest of `recent`
+        window = range(max(0, len(self.values) - self.rules.shift_reports), len(self.values))
+        first = next((i for i in window if self.values[i] / normal >= shift_bar), window[-1])
+        return offset + first
 
     def slow_since(self, upto_ns: int | None = None) -> int | None:
         """Start of the current slowdown, if it was confirmed by `upto_ns` (None: by now)."""
@@ -292,6 +364,7 @@ class Pace:
             "baseline": self.baseline,
             "recent": self.recent,
             "steps": self.steps,
+            "values": self.values,
             "run": [self.run_start_ns, self.run_len],
             "slow": [self.slow_since_ns, self.slow_confirmed_ns],
             "ratios": [self.last_ratio, self.peak_ratio],
@@ -309,6 +382,8 @@ class Pace:
             baseline=[float(v) for v in snap["baseline"]],
             recent=[int(t) for t in snap["recent"]],
             steps=[int(n) for n in snap.get("steps", [])],
+            # Saved before paces were kept: the median waits for that many new reports.
+            values=[float(v) for v in snap.get("values", [])],
             run_start_ns=snap["run"][0],
             run_len=int(snap["run"][1]),
             slow_since_ns=snap["slow"][0],
