@@ -31,6 +31,7 @@ from attribution_support import (
 from railtrace.simulate import Fault
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import JobView
+from railtrace.streams.attribution.profile import JudgingRules
 from railtrace.streams.logs.parser import parse_lines
 from railtrace.streams.records import (
     CauseKind,
@@ -457,6 +458,28 @@ def test_a_job_that_finished_a_whole_step_after_a_down_survived_it(
     corr = Correlator(fabric())
     down = _down(LAST - down_before_last_s * S)
     feed(corr, [*job_facts(), *reports, down, _timeout(LAST + 1 * S)])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert _blamed(v) == blamed
+
+
+SLACK_S = JudgingRules().survival_slack_s
+
+
+@pytest.mark.parametrize(
+    ("down_before_last_s", "blamed"),
+    [(EVERY_S + SLACK_S - 1, HOST_LINK), (EVERY_S + SLACK_S + 1, None)],
+    ids=["within-the-clocks-slack", "beyond-it"],
+)
+def test_a_report_of_one_step_vouches_for_its_step_less_the_clocks_slack(
+    down_before_last_s: float, blamed: str | None
+):
+    """A trainer reporting every step (HF at one step a second): its last report is stamped by
+    a host whose clock, or log shipper, may be seconds off the switch's. A down stamped a whole
+    step and a little before it may still have been during that step."""
+    corr = Correlator(fabric())
+    down = _down(LAST - int(down_before_last_s * S))
+    feed(corr, [*job_facts(), *_every_step(REPORTS), down, _timeout(LAST + 1 * S)])
     (v,) = corr.verdicts()
     assert v.state == JobState.STALLED
     assert _blamed(v) == blamed

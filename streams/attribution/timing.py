@@ -32,8 +32,11 @@ def survived_until(
     collective that never finished: every collective before it finished.
     """
     pace = view.pace
+    # The clocks of the hosts and the switches disagree, and a log shipper stamps lines late:
+    # progress vouches for a little less than its stamps say.
+    slack = int(profile.judging.survival_slack_s * NS)
     if slow and pace.onset_prev_ns is not None and pace.onset_interval_ns is not None:
-        return pace.onset_prev_ns - pace.onset_interval_ns
+        return pace.onset_prev_ns - pace.onset_interval_ns - slack
     interval = pace.interval_ns(since)
     if interval is None:
         return 0
@@ -45,9 +48,8 @@ def survived_until(
         return 0
     # One whole step vouched for; without step numbers, the whole interval.
     step = pace.step_ns(since)
-    slack = int(profile.judging.survival_slack_s * NS)
-    vouched = interval if step is None else min(interval, step + slack)
-    return max(progressed) - vouched
+    vouched = interval if step is None else min(interval, step)
+    return max(progressed) - vouched - slack
 
 
 def decided_at(
