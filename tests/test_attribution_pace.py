@@ -537,6 +537,51 @@ def test_a_long_slowdown_still_remembers_the_pace_it_had_before_its_onset():
     assert v.state == JobState.SLOW and v.cause_kind == CauseKind.UNKNOWN
 
 
+def test_a_slowed_jobs_uplink_losing_frames_is_blamed_over_uplinks_whose_fec_corrected_more():
+    """Three spine uplinks the job may hash onto degrade at its onset; only one loses frames.
+    What the FEC corrects costs a running job nothing, so the other two's rises (as large,
+    against their own levels) are weak evidence of its slowdown, not a tie."""
+    probe = Correlator(fabric())
+    feed(probe, job_facts())
+    lossy, *straining = _uplinks(probe)
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S
+
+    def on(lid: str, kind: LinkEventKind, value: float) -> LinkEvent:
+        ref = probe.fabric.links[lid]
+        return LinkEvent(onset - 5 * S, ref.a.device, ref.a.interface, kind, value)
+
+    events = [
+        on(lossy, LinkEventKind.PRE_FEC_ERRORS, 6e6),
+        on(lossy, LinkEventKind.FEC_UNCORRECTABLE, 40.0),
+        *(on(lid, LinkEventKind.PRE_FEC_ERRORS, 6e6) for lid in straining),
+    ]
+    corr, _ = _slowing_job(events)
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW
+    assert v.cause_link is not None and v.cause_link.link_id == lossy
+    assert v.tied == () and v.diagnosis == "link-errors"
+    scores = {c.link.link_id: c.score for c in v.candidates if c.link is not None}
+    assert all(scores[lid] < scores[lossy] / 2 for lid in straining)
+
+
+def test_a_stalled_jobs_link_whose_fec_corrected_more_is_blamed_as_before():
+    """A job that stopped sends no frames, so its corrupting link shows no frame errors; the
+    rise in what the FEC corrects is what is left, and keeps its full weight for a stall."""
+    corr = Correlator(fabric())
+    feed(corr, job_facts())
+    stall = T0 + 100 * S
+    timeout = CollectiveTimeout(
+        stall + 600 * S, JOB, HOST_A, 0, 42, "ALLREDUCE", 600_000, 600_000, stall, ORIGIN
+    )
+    rise = LinkEvent(stall + 3 * S, LEAF, LEAF_PORT, LinkEventKind.PRE_FEC_ERRORS, 6e6)
+    feed(corr, [rise, timeout])
+    (v,) = corr.verdicts()
+    assert v.state == JobState.STALLED
+    assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+    assert v.diagnosis == "link-errors"
+
+
 def test_slowdown_with_nothing_on_the_jobs_links_is_slow_with_an_unknown_cause():
     # An error burst on a cable the job does not use does not change that.
     n = WARMUP_REPORTS + BASELINE_REPORTS

@@ -29,7 +29,14 @@ def rate(
 
 
 #: Kinds judged from a counter's rate: each may have begun anywhere in its sample's 10 s.
-RATE_KINDS = {K.ERROR_BURST, K.FEC_UNCORRECTABLE, K.PFC_STORM, K.PFC_PAUSING, K.TRAFFIC_DROP}
+RATE_KINDS = {
+    K.ERROR_BURST,
+    K.PRE_FEC_ERRORS,
+    K.FEC_UNCORRECTABLE,
+    K.PFC_STORM,
+    K.PFC_PAUSING,
+    K.TRAFFIC_DROP,
+}
 
 
 def event(
@@ -105,7 +112,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [rate(10 * k, M.SYMBOL_ERRORS, 5e4 * (1 + 0.3 * (k % 3)), "phy") for k in range(20)],
         [],
     ),
-    "a_hundredfold_rise_over_the_links_own_symbol_error_level_is_a_burst": (
+    "a_hundredfold_rise_over_the_links_own_symbol_error_level_is_pre_fec_errors": (
         [
             *[rate(10 * k, M.SYMBOL_ERRORS, 5e4, "phy") for k in range(7)],
             rate(70, M.SYMBOL_ERRORS, 4e6, "phy"),  # 80x: degrading (not learned), no burst yet
@@ -115,7 +122,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [
             event(
                 80,
-                K.ERROR_BURST,
+                K.PRE_FEC_ERRORS,
                 6e6,
                 "symbol_errors[phy] at 6e+06/s, its own level 5e+04/s",
                 "symbol_errors[phy]",
@@ -124,7 +131,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
     ),
     # A job that stopped sends no frames to lose, but its corrupting link still corrects
     # codewords of idles: the rise over the link's own level is what shows it.
-    "a_rise_in_corrected_fec_codewords_is_a_burst_like_symbol_errors": (
+    "a_rise_in_corrected_fec_codewords_is_pre_fec_errors_like_symbol_errors": (
         [
             *[rate(10 * k, M.FEC_CORRECTED, 1.1e4) for k in range(7)],
             rate(70, M.FEC_CORRECTED, 4.3e5),  # 40x: not yet
@@ -133,7 +140,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [
             event(
                 80,
-                K.ERROR_BURST,
+                K.PRE_FEC_ERRORS,
                 2.27e6,
                 "fec_corrected at 2.27e+06/s, its own level 1.1e+04/s",
                 "fec_corrected",
@@ -154,7 +161,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [
             event(
                 70,
-                K.ERROR_BURST,
+                K.PRE_FEC_ERRORS,
                 3e5,
                 "fec_corrected[rs:2] at 3e+05/s, its own level 2e+03/s",
                 "fec_corrected[rs:2]",
@@ -226,7 +233,7 @@ CASES: dict[str, tuple[list[Input], list[LinkEvent]]] = {
         [
             event(
                 90,
-                K.ERROR_BURST,
+                K.PRE_FEC_ERRORS,
                 6000.0,
                 "symbol_errors at 6e+03/s, its own level 50/s",
                 "symbol_errors",

@@ -16,6 +16,11 @@ from railtrace.streams.records import Candidate, CauseKind, Diagnosis, Evidence,
 from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import Fabric
 
+#: Anomalies of a link corrupting what it carries: frames lost, or the FEC straining.
+LOSSY_KINDS = frozenset(
+    {LinkEventKind.ERROR_BURST, LinkEventKind.PRE_FEC_ERRORS, LinkEventKind.FEC_UNCORRECTABLE}
+)
+
 
 def diagnose(
     best: Candidate,
@@ -72,6 +77,6 @@ def diagnose(
         return Diagnosis.LINK_SPEED, None
     if kinds & {LinkEventKind.DOWN, LinkEventKind.FLAP}:
         return Diagnosis.SWITCH_PORT, None
-    if kinds & {LinkEventKind.ERROR_BURST, LinkEventKind.FEC_UNCORRECTABLE}:
+    if kinds & LOSSY_KINDS:
         return Diagnosis.LINK_ERRORS, None
     return None, None

@@ -28,6 +28,7 @@ class ScoringRules(BaseModel):
             K.FLAP: 0.95,
             K.FEC_UNCORRECTABLE: 0.75,
             K.ERROR_BURST: 0.7,
+            K.PRE_FEC_ERRORS: 0.7,
             K.RX_POWER_LOW: 0.45,
             K.SPEED_DOWN: 0.5,
             K.PFC_STORM: 0.45,
@@ -38,23 +39,35 @@ class ScoringRules(BaseModel):
         },
         description="How strongly each kind of link anomaly, on its own, suggests a fault "
         "that stops traffic. A link that went down stops every flow on it; a flap or "
-        "uncorrectable FEC drops packets until RDMA gives up; a PFC storm may be a victim of "
-        "congestion elsewhere; a traffic drop is what every link of a hung job shows (evidence "
-        "of the hang, not of its cause); a port sending pauses is congested by something "
-        "further on; a counter that fell (a reboot, `clear counters`) says nothing about the "
-        "link carrying traffic. Every kind must have a weight.",
+        "uncorrectable FEC drops packets until RDMA gives up; a rise in what the FEC "
+        "corrected is how a corrupting link shows once its job stopped sending (no frames, "
+        "no frame errors, but the line still carries idles to correct); a PFC storm may be a "
+        "victim of congestion elsewhere; a traffic drop is what every link of a hung job "
+        "shows (evidence of the hang, not of its cause); a port sending pauses is congested "
+        "by something further on; a counter that fell (a reboot, `clear counters`) says "
+        "nothing about the link carrying traffic. Every kind must have a weight.",
     )
     slow_kind_weight: dict[LinkEventKind, float] = Field(
-        default={K.SPEED_DOWN: 0.9, K.DOWN: 0.4, K.FLAP: 0.6, K.TRAFFIC_DROP: 0.0},
+        default={
+            K.SPEED_DOWN: 0.9,
+            K.DOWN: 0.4,
+            K.FLAP: 0.6,
+            K.TRAFFIC_DROP: 0.0,
+            K.PRE_FEC_ERRORS: 0.2,
+        },
         description="For a job that slowed rather than stopped, what differs from "
         "kind_weight: a link that went down slows a job only while traffic moves elsewhere, "
-        "while errors at a low rate or a lower negotiated speed are how a gray link slows one.",
+        "while errors at a low rate or a lower negotiated speed are how a gray link slows one. "
+        "What the FEC corrected costs a running job nothing (no frame is resent): a slowed "
+        "job's link shows lost frames or uncorrectable blocks beside it, and a rise alone is "
+        "a link degrading that other jobs' traffic crosses.",
     )
     magnitude_reference: dict[LinkEventKind, float] = Field(
         default={
             K.PFC_STORM: 5000.0,
             K.PFC_PAUSING: 5000.0,
             K.ERROR_BURST: 1.0,
+            K.PRE_FEC_ERRORS: 1.0,
             K.FEC_UNCORRECTABLE: 1.0,
         },
         description="For anomalies measured as a rate, the rate at which the kind's weight "

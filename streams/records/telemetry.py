@@ -104,7 +104,10 @@ class LinkEventKind(StrEnum):
     DOWN = "down"
     UP = "up"
     FLAP = "flap"
-    ERROR_BURST = "error-burst"
+    ERROR_BURST = "error-burst"  # frames lost: in/out errors, FCS errors
+    #: What the FEC corrected (symbol errors, corrected codewords or bits) far above the link's
+    #: own level: a degrading link, which loses frames only once the FEC gives up.
+    PRE_FEC_ERRORS = "pre-fec-errors"
     FEC_UNCORRECTABLE = "fec-uncorrectable"
     PFC_STORM = "pfc-storm"  # the peer pauses this port (pause frames received)
     PFC_PAUSING = "pfc-pausing"  # this port pauses its peer (pause frames sent)

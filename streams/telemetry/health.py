@@ -298,7 +298,7 @@ class LinkHealth:
         return events
 
     def _on_pre_fec(self, s: LinkSample) -> list[LinkEvent]:
-        """ERROR_BURST when what the FEC corrects (symbol errors, codewords) rises far above
+        """PRE_FEC_ERRORS when what the FEC corrects (symbol errors, codewords) rises far above
         the link's own level. Every PAM4 link shows them at some rate, which differs from link
         to link and optic to optic: judged as a count, every healthy 400G link was erroring.
         A rise is also what shows a corrupting link whose job has stopped sending: with no
@@ -315,7 +315,7 @@ class LinkHealth:
             t.symbol_error_floor_per_s, t.symbol_error_rise * level
         )
         detail = f"{where} at {s.rate:.3g}/s, its own level {level:.3g}/s"
-        events = self._enter(s, K.ERROR_BURST, where, bad, detail)
+        events = self._enter(s, K.PRE_FEC_ERRORS, where, bad, detail)
         if s.rate < max(t.symbol_error_floor_per_s, t.symbol_error_rise / 10 * level):
             baseline.learn(s.rate, t.symbol_baseline_alpha)
         return events
