@@ -27,6 +27,7 @@ from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.pace import Pace, PaceRules
 from railtrace.streams.attribution.profile import JudgingRules
+from railtrace.streams.attribution.scoring import ScoringRules
 from railtrace.streams.records import (
     CauseKind,
     CollectiveTimeout,
@@ -46,6 +47,7 @@ MIN_BASELINE = RULES.min_baseline_reports
 SLOW_RATIO, SLOW_REPORTS = RULES.slow_ratio, RULES.slow_reports
 SHIFT_REPORTS = RULES.shift_reports
 MIN_BLAME_SCORE = JudgingRules().min_blame_score
+IDLE_FACTOR = ScoringRules().idle_member_factor
 
 # -- builders -----------------------------------------------------------------------------------
 
@@ -726,7 +728,9 @@ def test_a_slowed_job_takes_a_traffic_drop_as_its_own_only_where_the_link_lost_c
 ) -> None:
     """Two of the job's ECMP members show the same errors as it slows; one also lost its
     traffic. A slowed job's traffic never stops: on a link that kept its capacity the drop is
-    another job's traffic stopping, so it says nothing of which member this job was on."""
+    another job's traffic stopping, so it says nothing of which member this job was on. Where
+    the link went down the drop shows it carried the job; the other member is not idle for
+    that (the job's traffic goes on, rehashed or not), and keeps its member's weight."""
     corr = Correlator(fabric())
     feed(corr, job_facts())
     n = WARMUP_REPORTS + BASELINE_REPORTS
@@ -755,7 +759,8 @@ def test_a_slowed_job_takes_a_traffic_drop_as_its_own_only_where_the_link_lost_c
     scores = {c.link.link_id: c.score for c in v.candidates if c.link is not None}
     if capacity_lost:
         assert v.cause_link is not None and v.cause_link.link_id == dropped
-        assert scores[other] < scores[dropped] / 3  # a member that lost nothing was idle
+        # Not scaled down as an idle member: about half the carrier's, for its path weight.
+        assert IDLE_FACTOR * scores[dropped] < scores[other] < scores[dropped]
     else:
         assert scores[dropped] == scores[other]  # nothing tells them apart
         assert v.confidence <= scores[dropped] / 2

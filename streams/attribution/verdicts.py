@@ -105,7 +105,11 @@ def build_verdict(
     judging = profile.judging
     costed = _costed(view, profile, stalled_at, upto_ns) if state == JobState.STALLED else {}
     slack = drop_slack_ns(profile)
-    traffic_seen = any(carried_job(e, stalled_at, slow, slack) for e in obs.events.values())
+    # Only a stall stops the job's traffic on every link it used, so that a member that kept
+    # its traffic was idle; a slowed job's traffic goes on, on whichever members carry it.
+    traffic_seen = not slow and any(
+        carried_job(e, stalled_at, slow, slack) for e in obs.events.values()
+    )
     candidates = [
         c
         for lid in sorted(obs.events)
