@@ -27,7 +27,7 @@ from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.pace import Pace, PaceRules
 from railtrace.streams.attribution.profile import JudgingRules
-from railtrace.streams.attribution.scoring import ScoringRules
+from railtrace.streams.attribution.scoring import ScoringRules, TimeWindow
 from railtrace.streams.records import (
     CauseKind,
     CollectiveTimeout,
@@ -523,6 +523,37 @@ def test_errors_the_job_kept_its_pace_through_do_not_explain_a_later_slowdown():
     corr, _ = _slowing_job([late])
     (v,) = corr.verdicts()
     assert v.cause_link is not None and v.cause_link.link_id == HOST_LINK
+
+
+LOOKAHEAD_S = TimeWindow().slow_lookahead_s
+
+
+@pytest.mark.parametrize(
+    ("kind", "after_onset_s", "span_s", "candidate"),
+    [
+        (LinkEventKind.FLAP, LOOKAHEAD_S - 1, 0.0, True),
+        (LinkEventKind.FLAP, LOOKAHEAD_S + 5, 0.0, False),
+        # A rate stamped later, whose sample reaches back to the onset, may have begun there.
+        (LinkEventKind.ERROR_BURST, LOOKAHEAD_S + 5, 10.0, True),
+        (LinkEventKind.ERROR_BURST, LOOKAHEAD_S + 15, 10.0, False),
+    ],
+    ids=["flap-at-onset", "flap-after-it", "rate-reaching-back", "rate-after-it"],
+)
+def test_an_anomaly_that_began_after_the_first_slow_report_does_not_explain_the_slowdown(
+    kind: LinkEventKind, after_onset_s: float, span_s: float, candidate: bool
+) -> None:
+    """That report already gave the slowed pace: a link flapping twenty seconds later is
+    another fault (world 64/225: it tied with the uplink that renegotiated its speed)."""
+    n = WARMUP_REPORTS + BASELINE_REPORTS
+    onset = T0 + (n + 1) * EVERY_S * S  # the first slow report
+    at = onset + int(after_onset_s * S)
+    event = LinkEvent(at, LEAF, LEAF_PORT, kind, 3.0, series="", span_s=span_s)
+    corr, since = _slowing_job([event])
+    assert since == onset
+    (v,) = corr.verdicts()
+    assert v.state == JobState.SLOW
+    linked = {c.link.link_id for c in v.candidates if c.link is not None}
+    assert (HOST_LINK in linked) is candidate
 
 
 def test_a_long_slowdown_still_remembers_the_pace_it_had_before_its_onset():

@@ -296,6 +296,8 @@ class Correlator:
         onset_from = survived if slow and job.view.pace.onset_prev_ns is not None else None
         if onset_from is not None:
             lo = min(lo, onset_from)
+        # A slowdown is seen at its first slow report: what began after it did not cause it.
+        late = since + int(window.slow_lookahead_s * NS) if slow else None
         # Walk the smaller side: a mesh job's paths cross thousands of links while a handful
         # hold events, and a busy fabric may hold events on more links than a small job uses.
         # (Candidates are read in sorted order, so which side is walked changes nothing.)
@@ -309,7 +311,10 @@ class Correlator:
                 hits := [
                     e
                     for e in self.history.between(lid, lo, hi)
-                    if e.ts_ns >= survived or (survivable is not None and e.kind not in survivable)
+                    if (
+                        e.ts_ns >= survived or (survivable is not None and e.kind not in survivable)
+                    )
+                    and (late is None or e.ts_ns - int(e.span_s * NS) <= late)
                 ]
             )
         }

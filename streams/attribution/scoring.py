@@ -203,6 +203,15 @@ class TimeWindow(BaseModel):
         description="...and up to this long after it: telemetry sampled every 10-30 s reports "
         "a fault after the job has already stopped.",
     )
+    slow_lookahead_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="For a slowed job, anomalies that began more than this after its first "
+        "slow report are left out: that report already gave the slowed pace, so they are "
+        "later trouble (another fault, a consequence). Room for the clocks and the log "
+        "shipper (seconds), and a rate's sample may reach back its interval; state changes "
+        "are reported as they happen.",
+    )
     tau_before_s: float = Field(
         default=90.0, gt=0, description="How fast the weight fades before the stall (e-fold)."
     )
