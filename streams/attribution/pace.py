@@ -262,9 +262,13 @@ class Pace:
         normal = self.normal
         if not normal or len(self.baseline) < rules.baseline_reports:
             return rules.slow_ratio
-        mad = statistics.median(abs(v - normal) for v in self.baseline)
-        bar = 1.0 + rules.noise_multiple * 1.4826 * mad / normal
+        bar = 1.0 + rules.noise_multiple * 1.4826 * self._mad(normal) / normal
         return min(rules.slow_ratio, max(rules.min_slow_ratio, bar))
+
+    def _mad(self, normal: float) -> float:
+        """The median absolute deviation of the baseline reports from `normal`: the job's
+        jitter, which both bars are drawn from."""
+        return statistics.median(abs(v - normal) for v in self.baseline)
 
     @property
     def shift_bar(self) -> float:
@@ -274,7 +278,7 @@ class Pace:
         normal = self.normal
         if not normal or len(self.baseline) < rules.baseline_reports:
             return self.slow_bar
-        sigma = 1.4826 * statistics.median(abs(v - normal) for v in self.baseline) / normal
+        sigma = 1.4826 * self._mad(normal) / normal
         # The median of the latest reports is held against the median of the baseline's:
         # both are estimates, and the bar allows for the error of each.
         error = 1.2533 * sigma * math.sqrt(1 / rules.shift_reports + 1 / len(self.baseline))
