@@ -20,7 +20,7 @@ from railtrace.streams.records import Candidate, CauseKind, Evidence, LinkEvent,
 from railtrace.topology.fabric import Fabric
 
 NS = 1_000_000_000
-#: Anomalies that a link shows because of trouble elsewhere (see `link_candidate`).
+#: Anomalies that a link shows because of trouble elsewhere (see `link_score`).
 CONSEQUENCES = frozenset({LinkEventKind.TRAFFIC_DROP, LinkEventKind.PFC_PAUSING})
 #: Anomalies that take capacity from a link, so that its traffic falls with them.
 CAPACITY_LOSSES = frozenset({LinkEventKind.DOWN, LinkEventKind.FLAP, LinkEventKind.SPEED_DOWN})
@@ -74,19 +74,59 @@ def carried_job(events: list[LinkEvent], stalled_at: int, slow: bool, slack_ns: 
     return dropped and (not slow or any(e.kind in CAPACITY_LOSSES for e in events))
 
 
-def link_candidate(
+@dataclass(frozen=True, slots=True)
+class LinkScore:
+    """A link candidate's score and what its evidence is made of, before that evidence is
+    written out: a large job's paths hold hundreds of links with some anomaly, every one is
+    scored each time the verdict is rebuilt, and the verdict shows only its first few."""
+
+    lid: str
+    score: float
+    #: the anomalies that scored, with their scores
+    scored: list[tuple[float, LinkEvent]]
+    victim: tuple[int, str] | None
+    source: tuple[int, str] | None
+    corroborated: bool
+
+    def candidate(self, fabric: Fabric, stalled_at: int) -> Candidate:
+        """The candidate as a verdict lists it, with its strongest anomalies as evidence."""
+        lid = self.lid
+        evidence = [
+            as_evidence.link_event(e, lid)
+            for _, e in sorted(self.scored, key=lambda se: (-se[0], order(se[1])))[:4]
+        ]
+        if self.victim is not None:
+            evidence.append(as_evidence.pfc_victim(self.victim[0], lid, self.victim[1]))
+        if self.source is not None:
+            evidence.append(as_evidence.pfc_source(self.source[0], lid, self.source[1]))
+        if self.corroborated:
+            evidence.append(
+                Evidence(
+                    stalled_at,
+                    "nccl",
+                    "peer-error",
+                    lid,
+                    "an NCCL transport error on the wire's side names the pair (or the NIC) "
+                    "whose traffic crosses this link",
+                )
+            )
+        return Candidate(
+            CauseKind.LINK, self.score, link=fabric.links[lid], evidence=tuple(evidence)
+        )
+
+
+def link_score(
     lid: str,
     events: list[LinkEvent],
     obs: Observations,
-    fabric: Fabric,
     profile: AttributionProfile,
     stalled_at: int,
     traffic_seen: bool,
     slow: bool = False,
-) -> Candidate | None:
+) -> LinkScore | None:
     """`traffic_seen`: some link of the job lost its traffic when the job stopped, so the
     telemetry reports rates, and a member that lost none was not carrying the job. `slow`:
-    the candidate is to explain a slowdown, not a stall."""
+    the candidate is to explain a slowdown, not a stall. None when no anomaly scores."""
     victim = obs.pfc_victims.get(lid)
     rules, window = profile.scoring, profile.window
     scored = [
@@ -121,40 +161,23 @@ def link_candidate(
         if not consequence(e):
             strongest[e.kind] = max(s, strongest.get(e.kind, 0.0))
     score = combine([*strongest.values(), max(knock_on, default=0.0)])
+    corroborated = lid in obs.corroborated
     if crossing > 0 and carried:
         crossing = 1.0  # its traffic stopped with the job: the job's flow was on it
-    elif crossing < 1.0 and traffic_seen and lid not in obs.corroborated:
+    elif crossing < 1.0 and traffic_seen and not corroborated:
         # A possible member that lost no traffic with the job. Not when an NCCL error named a
         # pair whose path it is on: the pair's traffic was failing, and on a link shared with
         # other jobs the job's own drop does not show.
         score *= rules.idle_member_factor
     score *= path_factor(crossing)
-    evidence = [
-        as_evidence.link_event(e, lid)
-        for _, e in sorted(scored, key=lambda se: (-se[0], order(se[1])))[:4]
-    ]
-    if victim is not None:
-        evidence.append(as_evidence.pfc_victim(victim[0], lid, victim[1]))
-    if (source := obs.pfc_sources.get(lid)) is not None:
+    source = obs.pfc_sources.get(lid)
+    if source is not None:
         score = min(1.0, score * rules.pfc_source_boost)
-        evidence.append(as_evidence.pfc_source(source[0], lid, source[1]))
-    if lid in obs.corroborated:
+    if corroborated:
         score = min(1.0, score * rules.corroboration_boost)
-        evidence.append(
-            Evidence(
-                stalled_at,
-                "nccl",
-                "peer-error",
-                lid,
-                "an NCCL transport error on the wire's side names the pair (or the NIC) "
-                "whose traffic crosses this link",
-            )
-        )
     if obs.paths_inferred:  # last, so no boost's cap can undo it
         score *= rules.inferred_paths_factor
-    return Candidate(
-        CauseKind.LINK, round(score, 4), link=fabric.links[lid], evidence=tuple(evidence)
-    )
+    return LinkScore(lid, round(score, 4), scored, victim, source, corroborated)
 
 
 def node_candidates(

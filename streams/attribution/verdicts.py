@@ -11,10 +11,11 @@ from typing import Any
 
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.candidates import (
+    LinkScore,
     Observations,
     carried_job,
     drop_slack_ns,
-    link_candidate,
+    link_score,
     node_candidates,
 )
 from railtrace.streams.attribution.cost import job_gpus, watchdog_of
@@ -110,35 +111,25 @@ def build_verdict(
     traffic_seen = not slow and any(
         carried_job(e, stalled_at, slow, slack) for e in obs.events.values()
     )
-    candidates = [
-        c
+    links = [
+        scored
         for lid in sorted(obs.events)
         if (
-            c := link_candidate(
-                lid,
-                obs.events[lid],
-                obs,
-                fabric,
-                profile,
-                stalled_at,
-                traffic_seen,
-                slow,
-            )
+            scored := link_score(lid, obs.events[lid], obs, profile, stalled_at, traffic_seen, slow)
         )
     ]
-    candidates += node_candidates(view, profile, stalled_at, upto_ns)
     # Equal scores (both capped at 1, say) are ordered by NCCL's own word: a link an NCCL
     # error names the peer across comes first.
-    candidates.sort(
-        key=lambda c: (
-            -c.score,
-            not (c.link is not None and c.link.link_id in obs.corroborated),
-            c.kind,
-            c.link.link_id if c.link else c.node or "",
-        )
+    ranked: list[LinkScore | Candidate] = sorted(
+        [*links, *node_candidates(view, profile, stalled_at, upto_ns)], key=_rank
     )
+    # Only the candidates the verdict lists have their evidence written out.
+    candidates = [
+        r.candidate(fabric, stalled_at) if isinstance(r, LinkScore) else r
+        for r in ranked[: judging.max_candidates]
+    ]
     best = candidates[0] if candidates else None
-    runner_up = candidates[1].score if len(candidates) > 1 else 0.0
+    runner_up = ranked[1].score if len(ranked) > 1 else 0.0
     evidence = [*pace_evidence, *_hang_evidence(view, upto_ns, fabric)]
     sure = 0.0 if best is None else confidence(best.score, runner_up)
     if best is None or best.score < judging.min_blame_score or sure < judging.min_confidence:
@@ -151,7 +142,7 @@ def build_verdict(
             None,
             None,
             0.0,
-            tuple(candidates[: judging.max_candidates]),
+            tuple(candidates),
             tuple(evidence[: judging.max_evidence]),
             ranks,
             hosts,
@@ -167,7 +158,7 @@ def build_verdict(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
     )[: judging.max_evidence]
     close = best.score * (1.0 - judging.tie_margin)
-    tied = [_named(c) for c in candidates if c.score >= close]
+    tied = [_named(r) for r in ranked if r.score >= close]
     return Verdict(
         view.job_id,
         state,
@@ -199,5 +190,15 @@ def _costed(
     }
 
 
-def _named(c: Candidate) -> str:
+def _named(c: LinkScore | Candidate) -> str:
+    if isinstance(c, LinkScore):
+        return c.lid
     return c.link.link_id if c.link is not None else c.node or ""
+
+
+def _rank(c: LinkScore | Candidate) -> tuple[float, bool, CauseKind, str]:
+    """Best first; equal scores ordered by NCCL's word (a corroborated link first), then by
+    kind and name, so that the order never depends on the order of arrival."""
+    if isinstance(c, LinkScore):
+        return (-c.score, not c.corroborated, CauseKind.LINK, c.lid)
+    return (-c.score, True, c.kind, c.link.link_id if c.link else c.node or "")
