@@ -34,11 +34,21 @@ def pfc_spread(
     victims: Marked = {}
     sources: Marked = {}
     storms: dict[str, list[LinkEvent]] = {}  # per device: pauses it received, this window
+    # Per paused port: the storm its pauser is itself under, and where that one spread from.
+    # A storm's events repeat at every sample on the same ports; what a port's pauses are
+    # caught up in is the same each time within one window.
+    causes: dict[tuple[str, str, str], LinkEvent | None] = {}
+    spread_from: dict[tuple[str, str], str | None] = {}
     for lid, hits in sorted(events.items()):
         for e in hits:
             if e.kind != LinkEventKind.PFC_STORM:
                 continue
-            cause = _paused_elsewhere(_pauser(fabric, lid, e), lo, hi, storms, fabric, history)
+            port = (lid, e.device, e.interface)
+            if port in causes:
+                cause = causes[port]
+            else:
+                pauser = _pauser(fabric, lid, e)
+                cause = causes[port] = _paused_elsewhere(pauser, lo, hi, storms, fabric, history)
             if cause is None:
                 continue
             victims[lid] = (
@@ -46,7 +56,13 @@ def pfc_spread(
                 f"{cause.device} sends these pauses because it is itself paused on "
                 f"{cause.interface} ({cause.detail}): a victim, not the source",
             )
-            source = _spread_source(cause, lo, hi, storms, fabric, history)
+            upstream = (cause.device, cause.interface)
+            if upstream in spread_from:
+                source = spread_from[upstream]
+            else:
+                source = spread_from[upstream] = _spread_source(
+                    cause, lo, hi, storms, fabric, history
+                )
             if source is not None and source in events and source not in sources:
                 sources[source] = (
                     e.ts_ns,
