@@ -84,13 +84,14 @@ class Normalizer:
 class Pipeline:
     """One Normalizer and one Correlator: the embedded replay's whole core.
 
-    Records come in event-time order, and the jobs that link events concern are judged once
-    per instant, when the first record of a later time arrives (or at `flush`), rather than
-    after each event: when a job stops, every link it used reports a traffic drop at the
-    same sample time, hundreds on a large job, and judging it after each was most of a
-    replay. A verdict reads only the evidence and event time (see `Correlator.fold`), so what
-    the instant's last event would have given is what this gives; job facts are judged at
-    once, with whatever events of their instant are held.
+    Records come in event-time order, and the jobs that link events and job facts concern are
+    judged once per instant, when the first record of a later time arrives (or at `flush`),
+    rather than after each record: when a job stops, every link it used reports a traffic
+    drop at the same sample time, hundreds on a large job, and every rank of it prints its
+    watchdog lines within the same second; judging it after each was most of a replay. A
+    verdict reads only the evidence and event time (see `Correlator.fold`), so what the
+    instant's last record would have given is what this gives, as the streaming worker's
+    batches do.
     """
 
     def __init__(
@@ -115,9 +116,11 @@ class Pipeline:
         return out
 
     def on_fact(self, fact: JobFact) -> Output:
-        verdicts = self._after(fact.ts_ns)
-        self._held_ns = None  # observe judges what is held of this instant too
-        return Output(verdicts=verdicts + self.correlator.observe(fact))
+        out = Output(verdicts=self._after(fact.ts_ns))
+        self.correlator.fold(fact)
+        if self._held_ns is None:
+            self._held_ns = fact.ts_ns
+        return out
 
     def _after(self, ts_ns: int) -> list[Verdict]:
         """The held instant's verdicts once a record of a later time arrives, else none."""
