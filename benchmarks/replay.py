@@ -1,7 +1,7 @@
 """Benchmark: replay throughput, verdict latency and peak memory of the embedded core.
 
 Run: .venv/bin/python benchmarks/replay.py [--nodes 64] [--fault link-down] [--seed 1]
-     [--watchdog 600] [--store]
+     [--watchdog 600] [--sample 10] [--store]
 Simulates one incident, then replays it in this one process (one core): first decoding every
 gNMI file and log, then feeding the merged stream through the pipeline. With --store the output
 goes into a fresh chDB store (batched inserts) instead of being dropped, and the insert time is
@@ -29,13 +29,19 @@ def main() -> None:
     ap.add_argument("--fault", default="link-down", choices=[str(f) for f in Fault])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--watchdog", type=int, default=600)
+    ap.add_argument("--sample", type=int, default=10, help="telemetry sampling interval, s")
     ap.add_argument("--store", action="store_true", help="write into a real chDB store")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="railtrace-bench-"))
     try:
         t = time.perf_counter()
         truth = write_capture(
-            work / "cap", args.nodes, Fault(args.fault), args.seed, watchdog_s=args.watchdog
+            work / "cap",
+            args.nodes,
+            Fault(args.fault),
+            args.seed,
+            watchdog_s=args.watchdog,
+            sample_s=args.sample,
         )
         sim_s = time.perf_counter() - t
         size = sum(p.stat().st_size for p in (work / "cap").rglob("*") if p.is_file())
@@ -60,7 +66,8 @@ def main() -> None:
     stalled = [v for v in report.verdicts if v.state == "stalled"]
     print(
         f"incident: {args.nodes} nodes, fault {args.fault}, seed {args.seed}, "
-        f"watchdog {args.watchdog} s; capture {size / 2**20:.0f} MiB written in {sim_s:.1f} s"
+        f"watchdog {args.watchdog} s, sampling {args.sample} s; "
+        f"capture {size / 2**20:.0f} MiB written in {sim_s:.1f} s"
     )
     print(
         f"input: {report.telemetry_values:,} telemetry values, {report.log_lines:,} log lines "
@@ -82,6 +89,7 @@ def main() -> None:
         f"decode rates, one core: {report.telemetry_values / gnmi_s:,.0f} gNMI values/s; "
         f"{report.log_lines / report.logs_s:,.0f} log lines/s"
     )
+    print(f"judgements: {report.evaluations:,} job evaluations")
     print(
         f"verdict changes: {len(lat)}; latency of the deciding step: "
         f"p50 {statistics.median(lat) * 1e3:.2f} ms, max {lat[-1] * 1e3:.2f} ms"

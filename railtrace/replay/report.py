@@ -28,6 +28,8 @@ class ReplayReport:
     waiting_jobs: int = 0
     samples: int = 0
     link_events: int = 0
+    #: Times a job was judged: what the attribution's share of a replay grows with.
+    evaluations: int = 0
     #: Xids of named hosts, as the Xid collector's node events (see `replay.nodes`).
     node_events: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)

@@ -137,6 +137,7 @@ def replay(
     report.samples = out.written_samples
     report.link_events = len(out.events)
     report.unknown_interfaces = pipeline.correlator.stats.unknown_interfaces
+    report.evaluations = pipeline.correlator.stats.evaluations
     return report
 
 
