@@ -8,6 +8,7 @@ and the sizes involved.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 
@@ -16,16 +17,17 @@ from railtrace.topology.ends import Endpoint
 from railtrace.topology.paths import union_weights
 
 
-def one_run(nodes: int) -> tuple[float, float, int, int, int]:
+def one_run(nodes: int, job_nodes: int) -> tuple[float, float, int, int, int]:
     t0 = time.perf_counter()
     design = rail_optimized(nodes)
     fabric = build_fabric(design.plan)
     t1 = time.perf_counter()
     finder = PathFinder(fabric)
+    job = design.hosts[:job_nodes]
     flows = [
-        (Endpoint(h, f"mlx5_{c}"), Endpoint(design.hosts[(i + 1) % nodes], f"mlx5_{c}"))
+        (Endpoint(h, f"mlx5_{c}"), Endpoint(job[(i + 1) % len(job)], f"mlx5_{c}"))
         for c in range(design.rails)
-        for i, h in enumerate(design.hosts)
+        for i, h in enumerate(job)
     ]
     weights = union_weights(finder.flow_links(a, b) for a, b in flows)
     t2 = time.perf_counter()
@@ -35,14 +37,17 @@ def one_run(nodes: int) -> tuple[float, float, int, int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, default=288)
+    ap.add_argument("--job-nodes", type=int, default=0, help="the job's nodes (0: all)")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    runs = [one_run(args.nodes) for _ in range(args.repeat)]
+    job_nodes = min(args.job_nodes or args.nodes, args.nodes)
+    runs = [one_run(args.nodes, job_nodes) for _ in range(args.repeat)]
     build = [r[0] for r in runs]
     paths = [r[1] for r in runs]
     _, _, cables, flows, links = runs[0]
     print(
-        f"nodes={args.nodes} ranks={args.nodes * 8} cables={cables} flows={flows} "
+        f"nodes={args.nodes} job_nodes={job_nodes} ranks={job_nodes * 8} cables={cables} "
+        f"flows={flows} "
         f"links_in_job_path_set={links}"
     )
     print(
@@ -55,6 +60,8 @@ def main() -> None:
     )
     totals = [r[0] + r[1] for r in runs]
     print(f"total: median {statistics.median(totals) * 1000:.1f} ms")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS: {peak_mib:,.0f} MiB")
 
 
 if __name__ == "__main__":

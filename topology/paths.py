@@ -46,21 +46,31 @@ class PathFinder:
                 for nbr, keys in nbrs.items()
                 if fabric.graph.nodes[nbr][ROLE] != Role.HOST
             }
-        self._dist: dict[str, dict[str, int]] = {}
+        # target -> (hop counts found so far, the search's queue): see `_distances_to`
+        self._dist: dict[str, tuple[dict[str, int], deque[str]]] = {}
         self._leaf_pairs: dict[tuple[str, str], LinkWeights] = {}
 
-    def _distances_to(self, target: str) -> dict[str, int]:
-        dist = self._dist.get(target)
-        if dist is None:
-            dist = {target: 0}
-            queue = deque([target])
-            while queue:
-                node = queue.popleft()
-                for nbr in self._switch_adj[node]:
-                    if nbr not in dist:
-                        dist[nbr] = dist[node] + 1
-                        queue.append(nbr)
-            self._dist[target] = dist
+    def _distances_to(self, target: str, reach: str) -> dict[str, int]:
+        """Hop counts to `target`, found far enough to hold `reach` (when it is reachable).
+
+        The breadth-first search stops as soon as `reach` is found and goes on from there for
+        the next source: at 12,500 nodes a whole search is ten milliseconds and a job's ring
+        flows mostly join leaves of one pod, two hops apart. Found in first-in first-out
+        order, every switch nearer to `target` than `reach` is already found then, with its
+        final count, and those are all a walk down from `reach` reads.
+        """
+        search = self._dist.get(target)
+        if search is None:
+            search = self._dist[target] = ({target: 0}, deque([target]))
+        dist, queue = search
+        adjacency = self._switch_adj
+        while reach not in dist and queue:
+            node = queue.popleft()
+            hops = dist[node] + 1
+            for nbr in adjacency[node]:
+                if nbr not in dist:
+                    dist[nbr] = hops
+                    queue.append(nbr)
         return dist
 
     def leaf_to_leaf(self, src: str, dst: str) -> LinkWeights:
@@ -70,7 +80,7 @@ class PathFinder:
         if cached is not None:
             return cached
         weights: LinkWeights = {}
-        dist = self._distances_to(dst)
+        dist = self._distances_to(dst, src)
         if src != dst and src in dist:
             mass = {src: 1.0}
             frontier = [src]
@@ -161,7 +171,7 @@ class PathFinder:
         src_leaf, dst_leaf = fabric.nic_leaf.get(src), fabric.nic_leaf.get(dst)
         if src_link is None or dst_link is None or src_leaf is None or dst_leaf is None:
             return
-        dist = self._distances_to(dst_leaf)
+        dist = self._distances_to(dst_leaf, src_leaf)
         if src_leaf not in dist:
             return
         emitted = 0
