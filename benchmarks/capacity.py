@@ -16,15 +16,19 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from streaming import cabled_switch_ports
 
 from railtrace.replay import open_capture, replay
 from railtrace.simulate import Fault, write_capture
 from railtrace.store.chdb_store import ChdbStore
 from railtrace.topology import build_fabric, rail_optimized
-from railtrace.topology.attrs import Role
 
 DAY_S = 86_400
 TTL_DAYS = 30
@@ -32,21 +36,20 @@ TTL_DAYS = 30
 TELEMETRY_TABLES = ("link_samples", "link_fault_minutes")
 
 
-def switch_ports(nodes: int) -> tuple[int, int]:
-    """(switch ports cabled, cables) of the `nodes`-node reference design."""
-    fabric = build_fabric(rail_optimized(nodes).plan)
-    ports = sum(
-        1
-        for ref in fabric.links.values()
-        for end in (ref.a, ref.b)
-        if fabric.role(end.device) != Role.HOST
-    )
-    return ports, len(fabric.links)
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What one replayed incident filled the store with."""
+
+    #: table -> (rows, bytes on disk, uncompressed bytes), parts merged
+    tables: dict[str, tuple[int, int, int]]
+    #: link-sample series stored, the switch ports they are of, the most samples of one
+    series: int
+    ports: int
+    most_samples: int
 
 
-def measure(nodes: int) -> dict[str, tuple[int, int, int]]:
-    """Per table: (rows, bytes on disk, uncompressed bytes) after replaying one incident; and
-    under `_series` the stored series of link samples, `_ports` the switch ports sampled."""
+def measure(nodes: int) -> Measured:
+    """Replay one `nodes`-node incident into a fresh chDB store and read what it holds."""
     work = Path(tempfile.mkdtemp(prefix="railtrace-capacity-"))
     try:
         write_capture(work / "cap", nodes, Fault.LINK_DOWN, 1)
@@ -70,10 +73,12 @@ def measure(nodes: int) -> dict[str, tuple[int, int, int]]:
             store.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = {p["table"]: (int(p["rows"]), int(p["disk"]), int(p["raw"])) for p in parts}
-    out["_series"] = (int(series["n"]), int(series["most"]), 0)
-    out["_ports"] = (int(series["ports"]), 0, 0)
-    return out
+    return Measured(
+        {p["table"]: (int(p["rows"]), int(p["disk"]), int(p["raw"])) for p in parts},
+        int(series["n"]),
+        int(series["ports"]),
+        int(series["most"]),
+    )
 
 
 def _size(n_bytes: float) -> str:
@@ -94,28 +99,27 @@ def main() -> None:
     t = time.perf_counter()
     measured = measure(args.measure_nodes)
     took = time.perf_counter() - t
-    series, samples_per_series, _ = measured["_series"]
-    sampled_ports = measured["_ports"][0]
-    per_port = series / sampled_ports
+    per_port = measured.series / measured.ports
     print(
-        f"measured on a {args.measure_nodes}-node incident in {took:.0f} s: {series:,} series "
-        f"on {sampled_ports:,} ports ({per_port:.2f} per port), up to {samples_per_series} "
-        "samples each"
+        f"measured on a {args.measure_nodes}-node incident in {took:.0f} s: "
+        f"{measured.series:,} series on {measured.ports:,} ports ({per_port:.2f} per port), "
+        f"up to {measured.most_samples} samples each"
     )
     for table in TELEMETRY_TABLES:
-        rows, disk, raw = measured.get(table, (0, 0, 0))
+        rows, disk, raw = measured.tables.get(table, (0, 0, 0))
         if rows:
             print(
                 f"  {table}: {rows:,} rows, {_size(disk)} on disk = {disk / rows:.2f} B/row "
                 f"({raw / rows:.1f} B/row uncompressed, {raw / max(disk, 1):.1f}x)"
             )
-    samples_rows, samples_disk, _ = measured["link_samples"]
+    samples_rows, samples_disk, _ = measured.tables["link_samples"]
     bytes_per_row = samples_disk / samples_rows
 
-    ports, cables = switch_ports(args.nodes)
+    fabric = build_fabric(rail_optimized(args.nodes).plan)
+    ports = len(cabled_switch_ports(fabric))
     print(
-        f"\n{args.nodes:,}-node reference design: {cables:,} cables, {ports:,} switch ports, "
-        f"{ports * per_port:,.0f} stored series"
+        f"\n{args.nodes:,}-node reference design: {len(fabric.links):,} cables, {ports:,} "
+        f"switch ports, {ports * per_port:,.0f} stored series"
     )
     print(
         "| sampling | port-samples/s | link_samples rows/s | rows/day | disk/day | "

@@ -33,10 +33,15 @@ from railtrace.settings import KafkaSettings
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.attrs import Role
 from railtrace.topology.cabling import format_cables_csv
+from railtrace.topology.fabric import Fabric
 
 
 def switch_ports(nodes: int) -> list[tuple[str, str]]:
-    fabric = build_fabric(rail_optimized(nodes).plan)
+    return cabled_switch_ports(build_fabric(rail_optimized(nodes).plan))
+
+
+def cabled_switch_ports(fabric: Fabric) -> list[tuple[str, str]]:
+    """(switch, interface) of every cabled switch port: what a switch samples."""
     return sorted(
         (end.device, end.interface)
         for ref in fabric.links.values()

@@ -22,11 +22,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streaming import message
+from streaming import cabled_switch_ports, message
 
 from railtrace.gctuning import settle_heap
 from railtrace.topology import build_fabric, rail_optimized
-from railtrace.topology.attrs import Role
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
 from railtrace.worker.device_states import BatchOutput, DeviceStates
@@ -51,12 +50,7 @@ def main() -> None:
     t = time.perf_counter()
     design = rail_optimized(args.nodes)
     fabric = build_fabric(design.plan)
-    ports = sorted(
-        (end.device, end.interface)
-        for ref in fabric.links.values()
-        for end in (ref.a, ref.b)
-        if fabric.role(end.device) != Role.HOST
-    )
+    ports = cabled_switch_ports(fabric)
     states = DeviceStates(PortLinks(fabric), args.partitions, PlanIndex.of(design.plan))
     settle_heap()  # as the worker does once it has started
     print(
