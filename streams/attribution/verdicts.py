@@ -201,4 +201,4 @@ def _rank(c: LinkScore | Candidate) -> tuple[float, bool, CauseKind, str]:
     kind and name, so that the order never depends on the order of arrival."""
     if isinstance(c, LinkScore):
         return (-c.score, not c.corroborated, CauseKind.LINK, c.lid)
-    return (-c.score, True, c.kind, c.link.link_id if c.link else c.node or "")
+    return (-c.score, True, c.kind, _named(c))
