@@ -20,13 +20,15 @@ stalled/slow).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.grading
+from benchmarks.grading.score import HEALTHY, JobScore
+from benchmarks.grading.world import Results
 
 OUTCOMES = ("right", "state", "missed", "wrong", "false blame")
 RANK = {name: i for i, name in enumerate(OUTCOMES)}
@@ -50,43 +52,32 @@ class Job:
         return f"{size}/{seed} ({nodes} nodes) job {self.job_id}"
 
 
-def outcome(score: dict[str, Any]) -> str:
+def outcome(score: JobScore) -> str:
     """One job's outcome from its stored score, counted as the tables count it (a `wrong` is
     the tables' false blame on an affected job)."""
-    if score["group"] == "healthy":
-        return "false blame" if score["false_blame"] else "right"
-    if score["false_blame"]:
+    if score.group == HEALTHY:
+        return "false blame" if score.false_blame else "right"
+    if score.false_blame:
         return "wrong"
-    if score["top1"]:
+    if score.top1:
         return "right"
-    return "state" if score["blamed"] else "missed"
+    return "state" if score.blamed else "missed"
 
 
 def read_run(path: Path) -> dict[tuple[IncidentKey, str], Job]:
-    """Every job of a results file, by incident and job id; a later line for the same incident
-    (a resumed run that graded it again) replaces the earlier one."""
+    """Every job of a results file (read as the accuracy run reads it), by incident and job."""
+    results = Results.load(path)
+    if results.unreadable:
+        print(f"{path}: {results.unreadable} unreadable lines left out", file=sys.stderr)
     jobs: dict[tuple[IncidentKey, str], Job] = {}
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            incident = json.loads(line)["incident"]
-            key: IncidentKey = (incident["size"], incident["nodes"], incident["seed"])
-            buckets = incident.get("buckets", {})
-            draws = ", ".join(f"{k}={v}" for k, v in buckets.items() if k != "place")
-            for s in incident["scores"]:
-                jobs[key, s["job_id"]] = Job(
-                    key,
-                    s["job_id"],
-                    s["group"],
-                    outcome(s),
-                    float(s["confidence"]),
-                    incident.get("fault", "?"),
-                    buckets.get("place", "?"),
-                    draws,
-                )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SystemExit(f"{path}:{n}: not a world results line ({exc!r})") from None
+    for incident in results.incidents.values():
+        key: IncidentKey = (incident.size, incident.nodes, incident.seed)
+        draws = ", ".join(f"{k}={v}" for k, v in incident.buckets.items() if k != "place")
+        place = incident.buckets.get("place", "?")
+        for s in incident.scores:
+            jobs[key, s.job_id] = Job(
+                key, s.job_id, s.group, outcome(s), s.confidence, incident.fault, place, draws
+            )
     return jobs
 
 

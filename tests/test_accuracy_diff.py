@@ -3,7 +3,6 @@ fix that rights two jobs and breaks a third is not read as one net gain."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def unblamed(job: str) -> JobScore:
     ],
 )
 def test_outcome_counts_as_the_tables_count(score: JobScore, expected: str) -> None:
-    assert outcome(dataclasses.asdict(score)) == expected
+    assert outcome(score) == expected
 
 
 def test_a_job_that_got_worse_is_named_even_when_the_totals_improve(
