@@ -97,9 +97,7 @@ def test_a_table_changelog_new_to_the_producer_is_made_known_before_a_batch_writ
     require_broker()
     settings = _changelog_settings()
     processor = Processor(settings, fabric())
-    changelogs = [
-        t.changelog_topic.get_topic_name() for t in (processor.parsers_table, processor.views_table)
-    ]
+    changelog = processor.jobs_table.changelog_topic.get_topic_name()
 
     async def partition_before_and_after() -> tuple[BaseException | None, int]:
         producer = processor.app.producer
@@ -107,14 +105,14 @@ def test_a_table_changelog_new_to_the_producer_is_made_known_before_a_batch_writ
         try:
             # Made after the producer's first metadata, as a worker's table may be new to a
             # producer that started long before it first writes there.
-            await _create(changelogs)
+            await _create([changelog])
             before: BaseException | None = None
             try:
-                producer.key_partition(changelogs[1], b"job-1")
+                producer.key_partition(changelog, b"job-1")
             except TypeError as exc:
                 before = exc
             await asyncio.wait_for(processor._changelogs_ready(), 60)
-            return before, producer.key_partition(changelogs[1], b"job-1").partition
+            return before, producer.key_partition(changelog, b"job-1").partition
         finally:
             await producer.stop()
 
@@ -129,7 +127,7 @@ def test_a_changelog_missing_from_the_cluster_fails_naming_it_instead_of_hanging
     require_broker()
     settings = _changelog_settings(wait_s=3.0)
     processor = Processor(settings, fabric())
-    missing = processor.parsers_table.changelog_topic.get_topic_name()
+    missing = processor.jobs_table.changelog_topic.get_topic_name()
 
     async def ready() -> BaseException:
         producer = processor.app.producer

@@ -89,10 +89,37 @@ def topic_of(app: faust.App, settings: Settings, spec: topics.TopicSpec) -> faus
     )
 
 
-def raw_table(app: faust.App, settings: Settings, name: str) -> Any:
-    return app.Table(
-        name,
+class DeliveredTable(faust.Table[bytes, bytes]):
+    """A table whose changelog writes can be awaited. Faust queues a write and, before it
+    commits offsets, flushes its queue only as long as messages keep leaving it within 0.1 s
+    (`ProducerBuffer.flush_atmost`): behind a large job view on a busy broker it gives up and
+    commits anyway, so a worker killed then restarts past input whose state never reached the
+    changelog, and that job's earlier facts are lost (seen in CI). An agent awaits
+    `delivered()` before its batch is acknowledged instead."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._unconfirmed: list[asyncio.Future[Any]] = []
+
+    def send_changelog(self, *args: Any, **kwargs: Any) -> Any:
+        fut = super().send_changelog(*args, **kwargs)
+        self._unconfirmed.append(fut)
+        return fut
+
+    async def delivered(self) -> None:
+        """Wait until the broker has every changelog write made so far; a failed write raises
+        here, as a batch's failed output does, rather than pass unnoticed."""
+        pending, self._unconfirmed = self._unconfirmed, []
+        for fut in pending:
+            await fut
+
+
+def raw_table(app: faust.App, settings: Settings, name: str) -> DeliveredTable:
+    table = DeliveredTable(
+        app,
+        name=name,
         default=None,
+        beacon=app.tables.beacon,
         partitions=settings.kafka.partitions,
         # bytes key and value types make Faust use its "raw" codec for the table and its
         # changelog (and so for recovery too).
@@ -101,3 +128,5 @@ def raw_table(app: faust.App, settings: Settings, name: str) -> Any:
         use_partitioner=True,
         extra_topic_configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)},
     )
+    app.tables.add(table)
+    return table

@@ -62,8 +62,9 @@ LOG_COUNTERS = {
     "placements": ("placements", "Job placements read from scheduler records."),
     "verdicts": ("verdicts", "Verdicts sent (one per job and batch or re-judgement)."),
     "bad_snapshots": (
-        "unreadable_job_views",
-        "Saved job views that could not be read; the job started afresh.",
+        "unreadable_job_states",
+        "Saved job states (a job's parsers and view) that could not be read; the job started "
+        "afresh.",
     ),
 }
 #: The reasons of `telemetry_values_set_aside_total`, as `DecodeStats` counts them.

@@ -2,9 +2,10 @@
 events, job facts and verdicts.
 
 - The `parse-logs` agent (batches of up to `batch_max` messages): a LogParser per (job, source
-  file) -> job facts -> the job's Correlator -> verdicts, with parser and job state in Faust
-  tables. It reads the raw scheduler topic too (co-partitioned with the logs, both keyed by
-  job): each job's placement, read by the replay's scheduler reader, joins its logs' facts.
+  file) -> job facts -> the job's Correlator -> verdicts, with each job's parsers and view in
+  one Faust table value (`job_state.py`). It reads the raw scheduler topic too
+  (co-partitioned with the logs, both keyed by job): each job's placement, read by the
+  replay's scheduler reader, joins its logs' facts.
 - The telemetry stage (`telemetry_stage.py`, run as an app task): raw gNMI and SNMP in batches
   straight from aiokafka, a Normalizer per device -> link samples and link events.
 - Tasks read the whole link-events and cabling-events topics (no consumer group) into the
@@ -31,13 +32,12 @@ from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.history import LinkHistory
-from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.logs.sources import SourceHosts
 from railtrace.streams.records import JobPlacement, Verdict
 from railtrace.streams.scheduler import ended_unseen, read_placements, uncabled
 from railtrace.topology.fabric import Fabric, PortLinks
 from railtrace.topology.lldp import PlanIndex
-from railtrace.worker import probes
+from railtrace.worker import job_state, probes
 from railtrace.worker.followers import TopicFollowers
 from railtrace.worker.job_parsers import JobParsers, partition_of
 from railtrace.worker.state import SnapshotCache
@@ -77,14 +77,13 @@ class Processor:
         # A log file whose lines name no host (`dmesg -T`) belongs to the one its name gives.
         named = SourceHosts(fabric.hosts())
         local = settings.site.zone
-        self.parsers_table = raw_table(app, settings, "log-parsers")
+        # Each job's parsers and view, one value per job (worker/job_state.py).
+        self.jobs_table = raw_table(app, settings, "job-state")
         self.parsers = SnapshotCache(
-            self.parsers_table,
+            self.jobs_table,
             lambda _key: JobParsers(named, local),
-            functools.partial(JobParsers.restore, named, local),
-            JobParsers.snapshot,
+            functools.partial(job_state.parsers_of, named=named, local=local),
         )
-        self.views_table = raw_table(app, settings, "job-views")
         # The raw-logs partitions assigned to this worker: only their jobs are its own.
         self.owned: set[int] = set()
         # Since when (monotonic) the group has given this worker no raw-logs partition.
@@ -260,11 +259,12 @@ class Processor:
                     + await self._send_grouped(self.facts_topic, facts_out, wire.encode_records)
                     + await self._send_verdicts(verdicts)
                 )
-                self.parsers.save(touched)
                 for key in jobs:
                     view = self.correlator.job_view(key.decode())
-                    if view is not None:
-                        self.views_table[key] = orjson.dumps(view.snapshot())
+                    self.jobs_table[key] = job_state.encode(self.parsers.get(key), view)
+                # Acknowledged (and so committable) only once its state is on the broker too:
+                # else a restart would resume past input that no saved state holds.
+                await self.jobs_table.delivered()
 
         return parse_logs
 
@@ -316,28 +316,30 @@ class Processor:
         ]
 
     async def _changelogs_ready(self) -> None:
-        """Before a batch writes the parsers' and job views' tables: their changelogs known to
-        the producer (`IdempotentProducer.ready_for`)."""
+        """Before a batch writes the job-state table: its changelog known to the producer
+        (`IdempotentProducer.ready_for`)."""
         producer = cast(IdempotentProducer, self.app.producer)
-        for table in (self.parsers_table, self.views_table):
-            await producer.ready_for(
-                table.changelog_topic.get_topic_name(), self.settings.worker.changelog_wait_s
-            )
+        await producer.ready_for(
+            self.jobs_table.changelog_topic.get_topic_name(),
+            self.settings.worker.changelog_wait_s,
+        )
 
     def _adopt(self, key: bytes) -> list[Verdict]:
         """Take over a job whose view this worker has only in its recovered table; returns the
         verdict to publish (a re-send of the same verdict is harmless, a missing one is not)."""
         job_id = key.decode()
         if self.correlator.job_view(job_id) is None:
-            saved = self.views_table.get(key)
+            saved = self.jobs_table.get(key)
             if saved:
                 try:
-                    view = JobView.restore(orjson.loads(saved), self.settings.attribution.pace)
+                    view = job_state.view_of(orjson.loads(saved), self.settings.attribution.pace)
                 except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
                     # Start the job afresh from its next facts rather than stop the agent.
                     self.counters["bad_snapshots"] += 1
-                    log.error("unreadable job view", extra={"job": job_id, "reason": str(exc)})
-                    self.views_table.pop(key, None)
+                    log.error("unreadable job state", extra={"job": job_id, "reason": str(exc)})
+                    self.jobs_table.pop(key, None)
+                    return []
+                if view is None:
                     return []
                 verdict = self.correlator.adopt(view)
                 # Which worker took which job over, and what it then said: a verdict that
@@ -385,7 +387,7 @@ class Processor:
         parts = self.settings.kafka.partitions
         adopted = [
             v
-            for key in list(self.views_table.keys())
+            for key in list(self.jobs_table.keys())
             if partition_of(key, parts) in self.owned
             for v in self._adopt(key)
         ]

@@ -1,9 +1,11 @@
-"""Per-key state objects kept in memory and snapshotted into a Faust table after each batch.
+"""Per-key state objects kept in memory and restored from a Faust table's values.
 
 The table (with its changelog topic) is what a restarted or rebalanced worker recovers; the
 objects are rebuilt from it the first time a key is seen again. Tables use the same bytes key
 as the source topic and the default partitioner, so a key's state sits in the changelog
-partition with the same number as its input partition.
+partition with the same number as its input partition. Saving is the owner's: a key's value
+may hold more than this cache's part (`worker.processor` keeps a job's parsers and view in
+one value, so that a restart can never find one ahead of the other).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class _Table(Protocol):
-    def get(self, key: bytes, default: Any = None) -> Any: ...
+    def get(self, key: bytes, /) -> bytes | None: ...
     def __setitem__(self, key: bytes, value: bytes) -> None: ...
 
 
@@ -30,18 +32,18 @@ class SnapshotCache(Generic[T]):
         self,
         table: _Table,
         new: Callable[[bytes], T],
-        restore: Callable[[dict[str, Any]], T],
-        snapshot: Callable[[T], dict[str, Any]],
+        restore: Callable[[dict[str, Any]], T | None],
     ) -> None:
         self._table = table
-        self._new, self._restore, self._snapshot = new, restore, snapshot
+        self._new, self._restore = new, restore
         self._live: dict[bytes, T] = {}
         self.unreadable = 0
 
     def get(self, key: bytes) -> T:
-        """The live object, else the restored snapshot, else a new one. A snapshot that cannot
-        be read (damaged, or of an unknown version) is logged and counted, and the key starts
-        afresh: one bad value must not stop the agent that owns it."""
+        """The live object, else the one restored from the key's value (`restore` gives None
+        when the value holds none), else a new one. A snapshot that cannot be read (damaged,
+        or of an unknown version) is logged and counted, and the key starts afresh: one bad
+        value must not stop the agent that owns it."""
         obj = self._live.get(key)
         if obj is None:
             saved = self._table.get(key)
@@ -66,7 +68,3 @@ class SnapshotCache(Generic[T]):
         comes back, they are restored from the table, which has what the other worker did."""
         for key in keys:
             self._live.pop(key, None)
-
-    def save(self, keys: Iterable[bytes]) -> None:
-        for key in keys:
-            self._table[key] = orjson.dumps(self._snapshot(self._live[key]))
