@@ -603,6 +603,50 @@ def test_a_worker_killed_after_any_state_write_and_read_again_from_the_start_agr
         assert positions == {s: len(lines) for s, lines in hung.files.items()}
 
 
+def test_a_saved_state_without_a_view_is_read_once_not_on_every_timer_tick(
+    tmp_path: Path, scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job whose lines gave no fact yet has parsers saved but no view. The timer looks for
+    jobs to take over in every saved state its correlator lacks; reading such a state again
+    on every tick would parse each quiet job's parsers (a file each) over and over. A new
+    value of the key is read again: it may hold a view another worker wrote."""
+    w = make_worker(tmp_path, scenario.fabric)
+    key = b"quiet-job"
+    reads: list[Any] = []
+    view_of = job_state.view_of
+
+    def counted(snap: Any, pace: Any) -> JobView | None:
+        reads.append(snap)
+        return view_of(snap, pace)
+
+    monkeypatch.setattr(job_state, "view_of", counted)
+
+    async def go() -> None:
+        await w.processor._on_assigned(
+            w.processor.app, {TP(w.processor.raw_logs.get_topic_name(), 0)}
+        )
+        async with Agent(w) as agent:
+            quiet = wire.LogBatch(key.decode(), "logs/quiet/a.log", 1, ("nothing to see",))
+            await agent.put(wire.encode_log_batch(quiet), key=key)
+            await agent.drain()
+        saved = w.table("job-state").get(key)
+        assert saved is not None and job_state.view_of is counted
+        assert orjson.loads(saved)["view"] is None, "the job has a view: nothing to pin"
+        # Read on the first tick: this job's state and the barrier job's of `drain`.
+        reads.clear()
+        await w.processor._reevaluate()
+        viewless = len(reads)
+        assert viewless == 2
+        for _ in range(3):
+            await w.processor._reevaluate()
+        assert len(reads) == viewless
+        w.table("job-state")[key] = bytes(bytearray(saved))  # a new value, equal or not
+        await w.processor._reevaluate()
+        assert len(reads) == viewless + 1
+
+    run(go())
+
+
 def test_the_parser_snapshot_in_the_log_parsers_table_restores_and_resumes_on_a_new_worker(
     tmp_path: Path, scenario: Scenario, hung: JobLogs
 ) -> None:

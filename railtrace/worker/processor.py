@@ -84,6 +84,10 @@ class Processor:
             lambda _key: JobParsers(named, local),
             functools.partial(job_state.parsers_of, named=named, local=local),
         )
+        # Saved states that held no view (a job no fact has reached yet), by key, as read:
+        # the timer would otherwise parse each again on every tick. Compared by identity, so
+        # a new value of the key (written, or recovered from the changelog) is read afresh.
+        self._viewless: dict[bytes, bytes] = {}
         # The raw-logs partitions assigned to this worker: only their jobs are its own.
         self.owned: set[int] = set()
         # Since when (monotonic) the group has given this worker no raw-logs partition.
@@ -155,6 +159,8 @@ class Processor:
             self.logs_unassigned_since = time.monotonic()
         keys = [k for k in self.parsers.live_keys() if partition_of(k, parts) not in kept]
         self.parsers.forget(keys)
+        for key in [k for k in self._viewless if partition_of(k, parts) not in kept]:
+            del self._viewless[key]
         jobs = [j for j in self.correlator.job_ids() if partition_of(j.encode(), parts) not in kept]
         for job_id in jobs:
             self.correlator.drop(job_id)
@@ -330,7 +336,7 @@ class Processor:
         job_id = key.decode()
         if self.correlator.job_view(job_id) is None:
             saved = self.jobs_table.get(key)
-            if saved:
+            if saved and self._viewless.get(key) is not saved:
                 try:
                     view = job_state.view_of(orjson.loads(saved), self.settings.attribution.pace)
                 except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError included
@@ -340,7 +346,9 @@ class Processor:
                     self.jobs_table.pop(key, None)
                     return []
                 if view is None:
+                    self._viewless[key] = saved
                     return []
+                self._viewless.pop(key, None)
                 verdict = self.correlator.adopt(view)
                 # Which worker took which job over, and what it then said: a verdict that
                 # differs from the embedded replay's is explained from here.
