@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 
 class _Table(Protocol):
     def get(self, key: bytes, /) -> bytes | None: ...
-    def __setitem__(self, key: bytes, value: bytes) -> None: ...
 
 
 class SnapshotCache(Generic[T]):
@@ -32,7 +31,7 @@ class SnapshotCache(Generic[T]):
         self,
         table: _Table,
         new: Callable[[bytes], T],
-        restore: Callable[[dict[str, Any]], T | None],
+        restore: Callable[[dict[str, Any]], T],
     ) -> None:
         self._table = table
         self._new, self._restore = new, restore
@@ -40,10 +39,10 @@ class SnapshotCache(Generic[T]):
         self.unreadable = 0
 
     def get(self, key: bytes) -> T:
-        """The live object, else the one restored from the key's value (`restore` gives None
-        when the value holds none), else a new one. A snapshot that cannot be read (damaged,
-        or of an unknown version) is logged and counted, and the key starts afresh: one bad
-        value must not stop the agent that owns it."""
+        """The live object, else the one restored from the key's value, else a new one. A
+        snapshot that cannot be read (damaged, or of an unknown version) is logged and
+        counted, and the key starts afresh: one bad value must not stop the agent that owns
+        it."""
         obj = self._live.get(key)
         if obj is None:
             saved = self._table.get(key)
