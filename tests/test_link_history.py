@@ -87,3 +87,19 @@ def test_a_counter_reset_is_never_held_as_evidence() -> None:
     assert not history.add("L1", LinkEvent(1, "leaf1", "swp1", LinkEventKind.COUNTER_RESET))
     assert history.version == version
     assert history.between("L1", 0, 10) == []
+
+
+def test_the_kinds_a_link_holds_follow_its_events_through_adding_pruning_and_rekeying() -> None:
+    history = LinkHistory()
+    drop = LinkEvent(1_000, "leaf1", "swp1", LinkEventKind.TRAFFIC_DROP)
+    down = LinkEvent(2_000, "leaf1", "swp1", LinkEventKind.DOWN)
+    history.add("L1", drop)
+    assert history.kinds() == {"L1": {LinkEventKind.TRAFFIC_DROP}}
+    history.add("L1", down)
+    assert history.kinds()["L1"] == {LinkEventKind.TRAFFIC_DROP, LinkEventKind.DOWN}
+    history.prune(1_500)  # the drop goes, the link is down only
+    assert history.kinds()["L1"] == {LinkEventKind.DOWN}
+    history.rekey({Endpoint("leaf1", "swp1"): "L2"})
+    assert history.kinds() == {"L2": {LinkEventKind.DOWN}}
+    history.prune(10**9)
+    assert history.kinds() == {}

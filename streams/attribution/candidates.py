@@ -9,6 +9,7 @@ source); the verdict only ranks what these give. Pure: everything is passed in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from railtrace.streams.attribution import evidence as as_evidence
 from railtrace.streams.attribution.history import order
@@ -18,6 +19,9 @@ from railtrace.streams.attribution.scoring import combine, path_factor
 from railtrace.streams.attribution.stall import fault_of, seen
 from railtrace.streams.records import Candidate, CauseKind, Evidence, LinkEvent, LinkEventKind
 from railtrace.topology.fabric import Fabric
+
+if TYPE_CHECKING:
+    from railtrace.streams.attribution.quiet import QuietLinks
 
 NS = 1_000_000_000
 #: Anomalies that a link shows because of trouble elsewhere (see `link_score`).
@@ -44,6 +48,16 @@ class Observations:
     #: For a slowdown, the earliest time it may have begun: anomalies from then to the
     #: trouble's time count as at it (None: the trouble began at its time).
     onset_from_ns: int | None = None
+    #: The job's links holding nothing but consequences, read as far as needed (see
+    #: `quiet`); `events` holds the others. None: `events` holds every link.
+    quiet: QuietLinks | None = None
+
+    def link_events(self, lid: str) -> list[LinkEvent]:
+        """A link's anomalies in the window, wherever they are held."""
+        hits = self.events.get(lid)
+        if hits is None and self.quiet is not None:
+            hits = self.quiet.events_of(lid)
+        return hits or []
 
 
 def _onset(event_ns: int, stalled_at: int, onset_from_ns: int | None) -> int:
@@ -178,6 +192,21 @@ def link_score(
     if obs.paths_inferred:  # last, so no boost's cap can undo it
         score *= rules.inferred_paths_factor
     return LinkScore(lid, round(score, 4), scored, victim, source, corroborated)
+
+
+def rank_key(c: LinkScore | Candidate) -> tuple[float, bool, CauseKind, str]:
+    """A verdict's order: best first; equal scores ordered by NCCL's word (a corroborated link
+    first), then by kind and name, so that the order never depends on the order of arrival."""
+    if isinstance(c, LinkScore):
+        return (-c.score, not c.corroborated, CauseKind.LINK, c.lid)
+    return (-c.score, True, c.kind, named(c))
+
+
+def named(c: LinkScore | Candidate) -> str:
+    """The link id or host a candidate names."""
+    if isinstance(c, LinkScore):
+        return c.lid
+    return c.link.link_id if c.link is not None else c.node or ""
 
 
 def node_candidates(

@@ -28,6 +28,7 @@ from railtrace.streams.attribution.jobs import Change, JobView
 from railtrace.streams.attribution.pace import Pace
 from railtrace.streams.attribution.pfc import pfc_spread
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
+from railtrace.streams.attribution.quiet import ByName, QuietLinks, quiet_kinds
 from railtrace.streams.attribution.stall import stall_time
 from railtrace.streams.attribution.timing import decided_at, survived_until
 from railtrace.streams.attribution.verdicts import build_verdict, healthy_verdict
@@ -71,6 +72,21 @@ class _Job:
     # (history version, event time) the verdict was judged at: a timer's re-judging is
     # skipped while neither moved, since nothing it reads could have changed.
     judged_at: tuple[int, int] | None = None
+    #: The links of `weights` holding events, as of a history version: see `_event_links`.
+    event_links: _EventLinks | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _EventLinks:
+    """A job's links holding events, split as a judgement reads them: those with an anomaly
+    of their own (read in full) and the quiet ones by the kinds they hold.
+    Worked out once per history version and paths: a judgement, and the decided-at search
+    behind it, read the same split several times."""
+
+    version: int
+    weights: LinkWeights
+    loud: tuple[str, ...]
+    quiet: tuple[tuple[frozenset[LinkEventKind], ByName], ...]
 
 
 class Correlator:
@@ -298,17 +314,12 @@ class Correlator:
             lo = min(lo, onset_from)
         # A slowdown is seen at its first slow report: what began after it did not cause it.
         late = since + int(window.slow_lookahead_s * NS) if slow else None
-        # Walk the smaller side: a mesh job's paths cross thousands of links while a handful
-        # hold events, and a busy fabric may hold events on more links than a small job uses.
-        # (Candidates are read in sorted order, so which side is walked changes nothing.)
-        held = self.history.links()
-        mine, other = (held, weights) if len(held) < len(weights) else (weights, held)
-        events = {
-            lid: hits
-            for lid in mine
-            if lid in other
-            and (
-                hits := [
+        read: dict[str, list[LinkEvent]] = {}
+
+        def window_events(lid: str) -> list[LinkEvent]:
+            hits = read.get(lid)
+            if hits is None:
+                hits = read[lid] = [
                     e
                     for e in self.history.between(lid, lo, hi)
                     if (
@@ -316,14 +327,55 @@ class Correlator:
                     )
                     and (late is None or e.ts_ns - int(e.span_s * NS) <= late)
                 ]
-            )
-        }
+            return hits
+
+        split = self._event_links(job, weights)
+        kinds = self.history.kinds()
+        events = {lid: hits for lid in split.loud if (hits := window_events(lid))}
         seen = {lid: t for lid, t in corroborated.items() if upto_ns is None or t <= upto_ns}
+        # A quiet link NCCL's error points across is scored with the others: its boost may
+        # lift it past any ceiling.
+        named = frozenset(
+            lid
+            for lid in seen
+            if lid in weights and lid not in events and quiet_kinds(kinds.get(lid, frozenset()))
+        )
+        events.update((lid, hits) for lid in sorted(named) if (hits := window_events(lid)))
         victims, sources = pfc_spread(events, lo, hi, self.fabric, self.history)
-        obs = Observations(weights, events, seen, victims, sources, job.inferred, onset_from)
+        quiet = QuietLinks(split.quiet, window_events, named) if split.quiet else None
+        obs = Observations(weights, events, seen, victims, sources, job.inferred, onset_from, quiet)
         return build_verdict(
             job.view, obs, self.fabric, self.profile, since, upto_ns, state, pace_evidence
         )
+
+    def _event_links(self, job: _Job, weights: LinkWeights) -> _EventLinks:
+        cached = job.event_links
+        version = self.history.version
+        if cached is not None and cached.version == version and cached.weights is weights:
+            return cached
+        # Walk the smaller side: a mesh job's paths cross thousands of links while a handful
+        # hold events, and a busy fabric may hold events on more links than a small job uses.
+        held = self.history.kinds()
+        pairs = (
+            ((lid, kinds) for lid, kinds in held.items() if lid in weights)
+            if len(held) < len(weights)
+            else ((lid, held[lid]) for lid in weights if lid in held)
+        )
+        loud: list[str] = []
+        quiet: dict[frozenset[LinkEventKind], list[str]] = {}
+        groups: dict[frozenset[LinkEventKind], list[str]] = {}  # by the kinds held
+        for lid, kinds in pairs:
+            group = groups.get(kinds)
+            if group is None:
+                group = groups[kinds] = quiet.setdefault(kinds, []) if quiet_kinds(kinds) else loud
+            group.append(lid)
+        job.event_links = _EventLinks(
+            version,
+            weights,
+            tuple(sorted(loud)),
+            tuple((kinds, ByName(quiet[kinds])) for kinds in sorted(quiet, key=sorted)),
+        )
+        return job.event_links
 
     def _schedule(self, job: _Job) -> None:
         at = job.view.pace.overdue_at()

@@ -61,7 +61,7 @@ def diagnose(
     if failed:
         return Diagnosis.HOST_NIC, as_evidence.nic(failed[0])
     lid = best.link.link_id
-    events = obs.events.get(lid, [])
+    events = obs.link_events(lid)
     kinds = {e.kind for e in events}
     # A receiver goes dark once its link is down, whichever end failed: only receive power
     # that fell before the link went down says the optic was dying.

@@ -19,6 +19,7 @@ from railtrace.topology.ends import Endpoint
 #: stall: a counter reset says nothing about the link, and a switch whose counters run
 #: backwards reports one per sample, which would have every job re-judged for each.
 NOT_EVIDENCE = frozenset({LinkEventKind.COUNTER_RESET})
+_NO_KINDS: frozenset[LinkEventKind] = frozenset()
 
 
 def order(e: LinkEvent) -> tuple[int, str, str, str, str, float, str]:
@@ -42,6 +43,12 @@ class LinkEventSource(Protocol):
         have anomalies, so a judgement asks `between` only of these."""
         ...
 
+    def kinds(self) -> Mapping[str, frozenset[LinkEventKind]]:
+        """The kinds of event each link holding any holds, at any time: when a large job
+        stops, tens of thousands of its links hold nothing but the traffic drop, and a
+        judgement reads those lazily rather than one by one (see `quiet`)."""
+        ...
+
 
 class LinkHistory:
     """Events per link in time order; `prune` drops what no stall can still reach."""
@@ -52,6 +59,7 @@ class LinkHistory:
         # link on the job's paths that holds events, and a bisect of plain ints is several
         # times cheaper than one through a key function.
         self._times: dict[str, list[int]] = {}
+        self._kinds: dict[str, frozenset[LinkEventKind]] = {}
         self._version = 0
 
     @property
@@ -70,6 +78,9 @@ class LinkHistory:
             return False
         history.insert(i, event)
         self._times.setdefault(link_id, []).insert(i, event.ts_ns)
+        kinds = self._kinds.get(link_id, _NO_KINDS)
+        if event.kind not in kinds:
+            self._kinds[link_id] = kinds | {event.kind}
         self._version += 1
         return True
 
@@ -77,7 +88,7 @@ class LinkHistory:
         """File every event under the link its port is on in `link_at` (a fabric's, changed
         under the history: a miswired cable found); events on ports it lacks are dropped."""
         events = [e for history in self._events.values() for e in history]
-        self._events, self._times = {}, {}
+        self._events, self._times, self._kinds = {}, {}, {}
         for e in events:
             lid = link_at.get(Endpoint(e.device, e.interface))
             if lid is not None:
@@ -98,14 +109,18 @@ class LinkHistory:
             times = self._times[link_id]
             i = bisect.bisect_left(times, before_ns)
             if i == len(times):
-                del self._events[link_id], self._times[link_id]
+                del self._events[link_id], self._times[link_id], self._kinds[link_id]
                 self._version += 1
             elif i:
                 del self._events[link_id][:i], times[:i]
+                self._kinds[link_id] = frozenset(e.kind for e in self._events[link_id])
                 self._version += 1
 
     def links(self) -> Collection[str]:
         return self._events.keys()
+
+    def kinds(self) -> Mapping[str, frozenset[LinkEventKind]]:
+        return self._kinds
 
     def events(self, link_id: str) -> list[LinkEvent]:
         return list(self._events.get(link_id, ()))

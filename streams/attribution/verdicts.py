@@ -7,6 +7,7 @@ weights and the README's attribution page for the method in words.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from railtrace.streams.attribution import evidence as as_evidence
@@ -16,12 +17,14 @@ from railtrace.streams.attribution.candidates import (
     carried_job,
     drop_slack_ns,
     link_score,
+    named,
     node_candidates,
 )
 from railtrace.streams.attribution.cost import job_gpus, watchdog_of
 from railtrace.streams.attribution.diagnosis import diagnose
 from railtrace.streams.attribution.jobs import JobView
 from railtrace.streams.attribution.profile import AttributionProfile
+from railtrace.streams.attribution.quiet import ceiling, ranked_head
 from railtrace.streams.attribution.scoring import calibrated, confidence
 from railtrace.streams.attribution.stall import seen
 from railtrace.streams.attribution.watchdog import ranks_behind
@@ -31,6 +34,8 @@ from railtrace.streams.records import (
     CollectiveTimeout,
     Evidence,
     JobState,
+    LinkEvent,
+    LinkEventKind,
     NetError,
     RasReport,
     Verdict,
@@ -45,21 +50,30 @@ def _hang_evidence(view: JobView, upto_ns: int | None, fabric: Fabric) -> list[E
     ) -> tuple[int, str, int]:
         return (f.ts_ns, f.origin.source, f.origin.line_no)
 
-    timeouts = sorted((t for t in view.timeouts if seen(t.ts_ns, upto_ns)), key=by_origin)
-    errors = sorted((e for e in view.net_errors if seen(e.ts_ns, upto_ns)), key=by_origin)
-    ras = sorted((r for r in view.ras if r.trouble and seen(r.ts_ns, upto_ns)), key=by_origin)
+    # The first few of each in order: a 16k-GPU job's every rank prints its timeout.
+    timeouts = heapq.nsmallest(
+        3, (t for t in view.timeouts if seen(t.ts_ns, upto_ns)), key=by_origin
+    )
+    errors = heapq.nsmallest(
+        3, (e for e in view.net_errors if seen(e.ts_ns, upto_ns)), key=by_origin
+    )
+    ras = heapq.nsmallest(
+        2, (r for r in view.ras if r.trouble and seen(r.ts_ns, upto_ns)), key=by_origin
+    )
     said = [w for w in view.watchdogs if seen(w.ts_ns, upto_ns)]
     # The watchdog's own aborts; its progress lines are summed up by who was behind.
-    aborts = sorted((w for w in said if w.kind in ("heartbeat", "teardown")), key=by_origin)
+    aborts = heapq.nsmallest(
+        1, (w for w in said if w.kind in ("heartbeat", "teardown")), key=by_origin
+    )
     return (
-        [as_evidence.timeout(t) for t in timeouts[:3]]
+        [as_evidence.timeout(t) for t in timeouts]
         + [
             as_evidence.ranks_behind(b, _rank_hosts(view, b.ranks, said))
             for b in ranks_behind(said)
         ]
-        + [as_evidence.net_error(e, fabric) for e in errors[:3]]
-        + [as_evidence.ras(r) for r in ras[:2]]
-        + [as_evidence.watchdog(w) for w in aborts[:1]]
+        + [as_evidence.net_error(e, fabric) for e in errors]
+        + [as_evidence.ras(r) for r in ras]
+        + [as_evidence.watchdog(w) for w in aborts]
     )
 
 
@@ -108,21 +122,33 @@ def build_verdict(
     slack = drop_slack_ns(profile)
     # Only a stall stops the job's traffic on every link it used, so that a member that kept
     # its traffic was idle; a slowed job's traffic goes on, on whichever members carry it.
-    traffic_seen = not slow and any(
-        carried_job(e, stalled_at, slow, slack) for e in obs.events.values()
-    )
-    links = [
-        scored
-        for lid in sorted(obs.events)
-        if (
-            scored := link_score(lid, obs.events[lid], obs, profile, stalled_at, traffic_seen, slow)
+    quiet = obs.quiet
+    traffic_seen = not slow and (
+        any(carried_job(e, stalled_at, slow, slack) for e in obs.events.values())
+        or (
+            quiet is not None
+            and any(
+                carried_job(quiet.events_of(lid), stalled_at, slow, slack) for lid in quiet.lids()
+            )
         )
+    )
+
+    def score(lid: str, events: list[LinkEvent]) -> LinkScore | None:
+        return link_score(lid, events, obs, profile, stalled_at, traffic_seen, slow)
+
+    known: list[LinkScore | Candidate] = [
+        scored for lid in sorted(obs.events) if (scored := score(lid, obs.events[lid]))
     ]
+    known += node_candidates(view, profile, stalled_at, upto_ns)
+
+    def ceil(kinds: frozenset[LinkEventKind]) -> float:
+        return ceiling(kinds, profile, slow, obs.paths_inferred)
+
+    # The first candidates (and the runner-up) in full; the quiet links, only as far as these.
     # Equal scores (both capped at 1, say) are ordered by NCCL's own word: a link an NCCL
     # error names the peer across comes first.
-    ranked: list[LinkScore | Candidate] = sorted(
-        [*links, *node_candidates(view, profile, stalled_at, upto_ns)], key=_rank
-    )
+    head = max(judging.max_candidates, 2)
+    ranked = ranked_head(known, quiet, score, ceil, head)
     # Only the candidates the verdict lists have their evidence written out.
     candidates = [
         r.candidate(fabric, stalled_at) if isinstance(r, LinkScore) else r
@@ -158,7 +184,9 @@ def build_verdict(
         [*best.evidence, *evidence], key=lambda e: (e.ts_ns, e.source, e.kind, e.subject, e.detail)
     )[: judging.max_evidence]
     close = best.score * (1.0 - judging.tie_margin)
-    tied = [_named(r) for r in ranked if r.score >= close]
+    if quiet is not None:  # every quiet link that may be in the tie, read
+        ranked = ranked_head(known, quiet, score, ceil, head, floor=close)
+    tied = [named(r) for r in ranked if r.score >= close]
     return Verdict(
         view.job_id,
         state,
@@ -188,17 +216,3 @@ def _costed(
         "watchdog_at_ns": watchdog.at_ns,
         "watchdog_seen": watchdog.seen,
     }
-
-
-def _named(c: LinkScore | Candidate) -> str:
-    if isinstance(c, LinkScore):
-        return c.lid
-    return c.link.link_id if c.link is not None else c.node or ""
-
-
-def _rank(c: LinkScore | Candidate) -> tuple[float, bool, CauseKind, str]:
-    """Best first; equal scores ordered by NCCL's word (a corroborated link first), then by
-    kind and name, so that the order never depends on the order of arrival."""
-    if isinstance(c, LinkScore):
-        return (-c.score, not c.corroborated, CauseKind.LINK, c.lid)
-    return (-c.score, True, c.kind, _named(c))
