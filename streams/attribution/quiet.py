@@ -101,13 +101,13 @@ def ranked_head(
     k: int,
     floor: float = math.inf,
 ) -> list[Ranked]:
-    """The candidates in verdict order, as far as a verdict reads them: all of `known`, and
-    of the quiet links those among the first `k` overall and those scoring at least `floor`.
-    So the first `k` and every candidate at or above `floor` are those of the full ranking.
-    """
+    """The candidates in verdict order, as far as a verdict reads them: all of `known` (in
+    verdict order already), and of the quiet links those among the first `k` overall and
+    those scoring at least `floor`. So the first `k` and every candidate at or above `floor`
+    are those of the full ranking."""
     if quiet is None:
-        return sorted(known, key=rank_key)
-    best = sorted(rank_key(r) for r in known)[:k]  # the first k ranks seen so far
+        return known
+    best = [rank_key(r) for r in known[:k]]  # the first k ranks seen so far
     kept: list[LinkScore] = []  # the quiet links read that were among them, or reach floor
     for kinds, lids in sorted(quiet.groups, key=lambda g: (-ceil(g[0]), sorted(g[0]))):
         top = ceil(kinds)
@@ -129,4 +129,4 @@ def ranked_head(
             elif scored.score >= floor:
                 kept.append(scored)
     # Those read that fell out of the first k again rank after them, and below floor.
-    return sorted([*known, *kept], key=rank_key)
+    return sorted([*known, *kept], key=rank_key) if kept else known

@@ -19,6 +19,7 @@ from railtrace.streams.attribution.candidates import (
     link_score,
     named,
     node_candidates,
+    rank_key,
 )
 from railtrace.streams.attribution.cost import job_gpus, watchdog_of
 from railtrace.streams.attribution.diagnosis import diagnose
@@ -137,9 +138,10 @@ def build_verdict(
         return link_score(lid, events, obs, profile, stalled_at, traffic_seen, slow)
 
     known: list[LinkScore | Candidate] = [
-        scored for lid in sorted(obs.events) if (scored := score(lid, obs.events[lid]))
+        scored for lid in obs.events if (scored := score(lid, obs.events[lid]))
     ]
     known += node_candidates(view, profile, stalled_at, upto_ns)
+    known.sort(key=rank_key)
 
     def ceil(kinds: frozenset[LinkEventKind]) -> float:
         return ceiling(kinds, profile, slow, obs.paths_inferred)
