@@ -42,7 +42,7 @@ def _as_cabled(capture: Capture, lldp: list[LldpUpdate], report: ReplayReport) -
         watch = watches.get(update.device)
         if watch is None:
             watch = watches[update.device] = CablingWatch(update.device, index, 0)
-        watch.apply(update)
+        watch.fold(update)
     seen = [
         Neighbour(Endpoint(device, interface), remote)
         for device, watch in watches.items()
