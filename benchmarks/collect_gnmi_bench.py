@@ -43,13 +43,16 @@ from gnmi_target import (
 
 @dataclass
 class Baseline:
-    """The Go client run beside railtrace: its command, and what counts updates in its output."""
+    """A client run beside railtrace: its command, and what counts updates in its output."""
 
     name: str
     binary: str
-    needle: bytes  # one occurrence per update
+    needle: bytes  # one occurrence per `per_needle` updates
+    per_needle: float = 1.0
 
     def command(self, address: str) -> list[str]:
+        if self.binary == sys.executable:  # the Python floor: gnmi_raw_reader.py
+            return [self.binary, str(HERE / "gnmi_raw_reader.py"), address]
         if self.name.startswith("gnmic"):
             return [
                 *(self.binary, "-a", address, "--insecure", "--format", "json", "subscribe"),
@@ -92,6 +95,15 @@ def choose_baseline(choice: str) -> Baseline | None:
             return found
         print("  falling back to openconfig's gnmi_cli as the Go baseline")
     return install("gnmi_cli")
+
+
+#: grpcio reading raw bytes and nothing else: what no Python collector can go below.
+FLOOR = Baseline(
+    "grpcio read only",
+    sys.executable,
+    b"\n",
+    UPDATES_PER_PORT_SAMPLE / NOTIFICATIONS_PER_PORT_SAMPLE,
+)
 
 
 def count_in(path: Path, start: int, end: int, needle: bytes) -> int:
@@ -208,13 +220,17 @@ def measure_gnmi(
         if args.kafka:
             ours.acked_rate = (s1["acked"] - s0["acked"]) * per_message / took
     if baseline is not None:
-        got = count_in(out, int(s0["out"]), int(s1["out"]), baseline.needle)
+        got = count_in(out, int(s0["out"]), int(s1["out"]), baseline.needle) * baseline.per_needle
         theirs = Side(got / took, (s1["baseline"] - s0["baseline"]) / took, target_core)
     return ours, theirs
 
 
 def report_gnmi(
-    args: argparse.Namespace, baseline: Baseline | None, ours: Side, theirs: Side | None
+    args: argparse.Namespace,
+    baseline: Baseline | None,
+    ours: Side,
+    theirs: Side | None,
+    floor: Side | None = None,
 ) -> GnmiResult:
     pace = f"{args.rate:,.0f} port-samples/s" if args.rate else "as fast as read"
     how = "alone" if theirs is None else "one at a time" if args.one_at_a_time else "side by side"
@@ -228,6 +244,8 @@ def report_gnmi(
     rows = [("railtrace collect gnmi (to spool)", ours)]
     if baseline is not None and theirs is not None:
         rows.append((baseline.name + " (to a file)", theirs))
+    if floor is not None:
+        rows.append((FLOOR.name + " (Python floor)", floor))
     for name, side in rows:
         print(
             f"  {name:36}{side.rate:>11,.0f}{side.core:>12.2f}{side.per_core:>16,.0f}"
@@ -241,6 +259,11 @@ def report_gnmi(
             f"  ratio railtrace / {short}: {ours.per_core / theirs.per_core:.3f} per "
             f"core-second, {ours.rate / theirs.rate:.3f} in updates/s"
         )
+        if floor is not None and floor.per_core:
+            print(
+                f"  ratio {FLOOR.name} / {short}: {floor.per_core / theirs.per_core:.3f} per "
+                f"core-second; railtrace / {FLOOR.name}: {ours.per_core / floor.per_core:.3f}"
+            )
         if theirs.core < 0.9:
             print(
                 f"  ({short} used less than its core: the target's pace limited it, so its "
@@ -276,10 +299,14 @@ def bench_gnmi(args: argparse.Namespace) -> GnmiResult:
     if args.one_at_a_time and baseline is not None:
         with tempfile.TemporaryDirectory(prefix="rt-bench-gnmi-") as tmp:
             _, theirs = measure_gnmi(args, Path(tmp), False, baseline)
+    floor = None
+    if args.floor:  # alone on the collector's core, as the one-at-a-time runs are
+        with tempfile.TemporaryDirectory(prefix="rt-bench-gnmi-") as tmp:
+            _, floor = measure_gnmi(args, Path(tmp), False, FLOOR)
     if args.kafka:
         drop_topics(args.kafka, f"bench{os.getpid()}")
     assert ours is not None
-    return report_gnmi(args, baseline, ours, theirs)
+    return report_gnmi(args, baseline, ours, theirs, floor)
 
 
 def drop_topics(bootstrap: str, prefix: str) -> None:

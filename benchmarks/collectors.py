@@ -61,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure railtrace, then the Go client, each alone with the target",
     )
+    gnmi.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure grpcio reading the same stream as raw bytes and nothing else (one "
+        "at a time): the floor below which no Python collector's cost per update can go",
+    )
     gnmi.add_argument("--streams", type=int, default=1, help="Subscribe streams of railtrace")
     gnmi.add_argument(
         "--rate", type=float, default=0.0, help="port-samples/s per stream (0: as fast as read)"
