@@ -1,8 +1,11 @@
 """Benchmark: build the 288-node fabric and the candidate link set of a 2,304-rank job.
 
-Run: .venv/bin/python benchmarks/topology_paths.py [--nodes 288] [--repeat 5]
-Prints the build time, the path-set time for every ring channel of a job spanning all nodes,
-and the sizes involved.
+Run: .venv/bin/python benchmarks/topology_paths.py [--nodes 288] [--job-nodes N] [--repeat 5]
+     [--mesh]
+Prints the build time, the path-set time for every ring channel of a job spanning all nodes
+(or its first `--job-nodes`), and the sizes involved. `--mesh` works the job's links out as
+for a job whose NCCL printed no channels (NCCL_DEBUG unset or WARN): every pair of its hosts
+on each rail, per pair of leaves.
 """
 
 from __future__ import annotations
@@ -17,13 +20,24 @@ from railtrace.topology.ends import Endpoint
 from railtrace.topology.paths import union_weights
 
 
-def one_run(nodes: int, job_nodes: int) -> tuple[float, float, int, int, int]:
+def one_run(nodes: int, job_nodes: int, mesh: bool) -> tuple[float, float, int, int, int]:
+    """(build s, path set s, cables, flows or leaf pairs, links in the path set)."""
     t0 = time.perf_counter()
     design = rail_optimized(nodes)
     fabric = build_fabric(design.plan)
     t1 = time.perf_counter()
     finder = PathFinder(fabric)
     job = design.hosts[:job_nodes]
+    if mesh:
+        weights = finder.mesh_links(job)
+        t2 = time.perf_counter()
+        leaves: dict[int, set[str]] = {}
+        for host in job:
+            for nic in fabric.host_nics.get(host, ()):
+                ep = Endpoint(host, nic)
+                leaves.setdefault(fabric.nic_rail[ep], set()).add(fabric.nic_leaf[ep])
+        pairs = sum(len(on) * (len(on) - 1) // 2 for on in leaves.values())
+        return t1 - t0, t2 - t1, len(design.plan.cables), pairs, len(weights)
     flows = [
         (Endpoint(h, f"mlx5_{c}"), Endpoint(job[(i + 1) % len(job)], f"mlx5_{c}"))
         for c in range(design.rails)
@@ -39,23 +53,28 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=288)
     ap.add_argument("--job-nodes", type=int, default=0, help="the job's nodes (0: all)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--mesh", action="store_true", help="the job's links from its hosts alone (no channels)"
+    )
     args = ap.parse_args()
     job_nodes = min(args.job_nodes or args.nodes, args.nodes)
-    runs = [one_run(args.nodes, job_nodes) for _ in range(args.repeat)]
+    runs = [one_run(args.nodes, job_nodes, args.mesh) for _ in range(args.repeat)]
     build = [r[0] for r in runs]
     paths = [r[1] for r in runs]
     _, _, cables, flows, links = runs[0]
+    counted = "leaf_pairs" if args.mesh else "flows"
     print(
         f"nodes={args.nodes} job_nodes={job_nodes} ranks={job_nodes * 8} cables={cables} "
-        f"flows={flows} "
+        f"{counted}={flows} "
         f"links_in_job_path_set={links}"
     )
     print(
         f"fabric build: median {statistics.median(build) * 1000:.1f} ms "
         f"(min {min(build) * 1000:.1f}, max {max(build) * 1000:.1f}) over {args.repeat} runs"
     )
+    what = f"mesh of {flows} leaf pairs" if args.mesh else f"all {flows} ring flows"
     print(
-        f"path set of all {flows} ring flows: median {statistics.median(paths) * 1000:.1f} ms "
+        f"path set of {what}: median {statistics.median(paths) * 1000:.1f} ms "
         f"(min {min(paths) * 1000:.1f}, max {max(paths) * 1000:.1f})"
     )
     totals = [r[0] + r[1] for r in runs]
