@@ -65,7 +65,7 @@ def test_pruned_events_are_gone_and_the_rest_still_answer_by_window() -> None:
     history.add("L1", LinkEvent(1_000, "leaf1", "swp1", LinkEventKind.DOWN))  # arrives late
     assert [e.ts_ns for e in history.between("L1", 0, 24_999)] == [1_000]
     history.prune(10**9)
-    assert "L1" not in history.links()
+    assert "L1" not in history.kinds()
     assert history.between("L1", 0, 10**10) == []
 
 
@@ -78,7 +78,7 @@ def test_rekeyed_events_answer_under_their_new_link() -> None:
     history.rekey({Endpoint("leaf1", "swp1"): "new"})
     assert history.between("new", 0, 10_000) == [moved]
     assert history.between("old", 0, 10_000) == []
-    assert set(history.links()) == {"new"}
+    assert set(history.kinds()) == {"new"}
 
 
 def test_a_counter_reset_is_never_held_as_evidence() -> None:

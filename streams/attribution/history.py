@@ -9,7 +9,7 @@ of links whose telemetry other partitions normalised.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from railtrace.streams.records import LinkEvent, LinkEventKind
@@ -38,15 +38,11 @@ class LinkEventSource(Protocol):
         """Changes whenever the events change: nothing to re-judge while it stands still."""
         ...
 
-    def links(self) -> Collection[str]:
-        """The links holding any event: a job's paths cross hundreds of links and a handful
-        have anomalies, so a judgement asks `between` only of these."""
-        ...
-
     def kinds(self) -> Mapping[str, frozenset[LinkEventKind]]:
-        """The kinds of event each link holding any holds, at any time: when a large job
-        stops, tens of thousands of its links hold nothing but the traffic drop, and a
-        judgement reads those lazily rather than one by one (see `quiet`)."""
+        """The links holding any event, each with the kinds it holds (at any time). A job's
+        paths cross hundreds of links and a handful have anomalies, so a judgement asks
+        `between` only of these; and when a large job stops, tens of thousands of its links
+        hold nothing but the traffic drop, which a judgement reads lazily (see `quiet`)."""
         ...
 
 
@@ -115,9 +111,6 @@ class LinkHistory:
                 del self._events[link_id][:i], times[:i]
                 self._kinds[link_id] = frozenset(e.kind for e in self._events[link_id])
                 self._version += 1
-
-    def links(self) -> Collection[str]:
-        return self._events.keys()
 
     def kinds(self) -> Mapping[str, frozenset[LinkEventKind]]:
         return self._kinds
