@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from railtrace.streams.attribution import Correlator
@@ -489,3 +491,17 @@ def test_an_uplink_off_the_named_pairs_rail_that_lost_no_traffic_keeps_the_idle_
 
     idle = Correlator(_fabric(design)).profile.scoring.idle_member_factor
     assert score(host_drop=True) == pytest.approx(score(host_drop=False) * idle, abs=1e-3)
+
+
+def test_a_job_without_channels_takes_in_each_host_its_hang_lines_name(design):
+    """At NCCL_DEBUG=WARN with no scheduler record, a job's hosts are only those its lines
+    name: the links it may cross grow with each one, even when the line is a timeout."""
+    corr = Correlator(_fabric(design))
+    _feed(corr, [_timeout(T0 + 700 * S)])
+    first = set(corr.job_links(JOB))
+    assert corr.fabric.link_at[Endpoint(HOST_A, "mlx5_0")] in first
+    _feed(corr, [dataclasses.replace(_timeout(T0 + 701 * S), host=HOST_B)])
+    grown = set(corr.job_links(JOB))
+    assert corr.fabric.link_at[Endpoint(HOST_B, "mlx5_0")] in grown
+    # the two hosts sit in different scalable units: a spine uplink joins them on rail 0
+    assert any(lid.startswith("leaf-su01-r0:") and "spine" in lid for lid in grown - first)

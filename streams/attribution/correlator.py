@@ -200,7 +200,11 @@ class Correlator:
             job = self._jobs[fact.job_id] = _Job(view)
         change = job.view.add(fact)
         job.judged_at = None  # the timer judges it again, whatever this fact changed
-        if change & Change.FLOWS:
+        # Without channel flows, the links are worked out from the hosts: a new one changes them.
+        paths_changed = bool(
+            change & Change.FLOWS or (change & Change.HOSTS and not job.view.flows(self.fabric))
+        )
+        if paths_changed:
             job.weights = None
         stalled = job.verdict is not None and job.verdict.state in TROUBLED
         if isinstance(fact, Progress):
@@ -209,7 +213,7 @@ class Correlator:
                 change |= Change.EVIDENCE
         # A job's first fact gives it a verdict; later ones re-judge it when they change its
         # evidence (or its paths, once it is in trouble).
-        if job.verdict is None or change & Change.EVIDENCE or (change & Change.FLOWS and stalled):
+        if job.verdict is None or change & Change.EVIDENCE or (paths_changed and stalled):
             self._pending.add(fact.job_id)
 
     def reevaluate(self, job_ids: Iterable[str] | None = None) -> list[Verdict]:

@@ -49,6 +49,8 @@ class Change(enum.IntFlag):
     NONE = 0
     FLOWS = 1
     EVIDENCE = 2
+    #: A host the job was not known on: the links of a job without channel flows change.
+    HOSTS = 4
 
 
 @dataclass(slots=True)
@@ -96,15 +98,17 @@ class JobView:
         # line makes it healthy (or not), which is news.
         news = not self.heard and bool(self.hosts) and not isinstance(fact, JobPlacement)
         self.heard |= not isinstance(fact, JobPlacement)
-        change = self._record(fact)
+        new_host = bool(fact.host) and fact.host not in self.hosts
+        change = self._record(fact, new_host)
+        if new_host:
+            change |= Change.HOSTS
         return change | Change.EVIDENCE if news else change
 
-    def _record(self, fact: JobFact) -> Change:
+    def _record(self, fact: JobFact, new_host: bool) -> Change:
         ts = fact.ts_ns
         if ts:
             self.first_ts_ns = ts if self.first_ts_ns is None else min(self.first_ts_ns, ts)
             self.last_ts_ns = ts if self.last_ts_ns is None else max(self.last_ts_ns, ts)
-        new_host = bool(fact.host) and fact.host not in self.hosts
         if fact.host:
             self.hosts.add(fact.host)
         match fact:
