@@ -8,6 +8,12 @@ target leaf, split evenly at each switch over its equal-cost cables. Hosts are n
 
 Results are cached per (leaf, leaf) pair: a 2,304-rank job has thousands of flows but only a
 few thousand distinct leaf pairs even at 288 nodes.
+
+A job whose NCCL printed no channels may use every pair of its leaves on each rail: tens of
+thousands of pairs for a 3,000-node job at 12,500 nodes. Leaves cabled to the very same
+switches (the leaves of one rail in one pod) are twins: swapping two of them maps the fabric
+onto itself, so a pair's weights follow from those of one pair of their twin classes with only
+the end cables renamed. The mesh is worked out per pair of classes, walking once per target.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 
 LinkWeights = dict[str, float]
+# target -> source -> (the real sources, the real targets) the walk between them stands for
+_Walks = dict[str, dict[str, tuple[dict[str, None], dict[str, None]]]]
+#: A switch's equal-cost cables towards a target: (next switch, link id), one per cable.
+Hops = list[tuple[str, str]]
 
 
 class PathFinder:
@@ -49,6 +59,7 @@ class PathFinder:
         # target -> (hop counts found so far, the search's queue): see `_distances_to`
         self._dist: dict[str, tuple[dict[str, int], deque[str]]] = {}
         self._leaf_pairs: dict[tuple[str, str], LinkWeights] = {}
+        self._twins: dict[str, tuple[str, ...]] | None = None
 
     def _distances_to(self, target: str, reach: str) -> dict[str, int]:
         """Hop counts to `target`, found far enough to hold `reach` (when it is reachable).
@@ -73,6 +84,38 @@ class PathFinder:
                     queue.append(nbr)
         return dist
 
+    def _hops(self, node: str, dist: dict[str, int]) -> Hops:
+        """`node`'s cables one hop nearer the target `dist` counts hops to."""
+        nearer = dist[node] - 1
+        return [
+            (nbr, lid)
+            for nbr, lids in self._switch_adj[node].items()
+            if dist.get(nbr) == nearer
+            for lid in lids
+        ]
+
+    @staticmethod
+    def _walk(
+        src: str, dst: str, hops_of: Callable[[str], Hops]
+    ) -> Iterator[tuple[str, float, Hops]]:
+        """The ECMP split of a flow from `src` to `dst`: each switch it reaches before `dst`,
+        tier by tier, with the share of the flow each of its equal-cost cables carries.
+
+        The one walk behind both a flow's weights and a mesh's. Switches of a tier are taken
+        in name order, so a switch's share is summed in the same order whoever asks."""
+        mass = {src: 1.0}
+        frontier = [src]
+        while frontier:
+            nxt: dict[str, float] = {}
+            for node in frontier:
+                hops = hops_of(node)
+                share = mass[node] / len(hops)
+                yield node, share, hops
+                for nbr, _ in hops:
+                    nxt[nbr] = nxt.get(nbr, 0.0) + share
+            mass = nxt
+            frontier = [n for n in sorted(nxt) if n != dst]
+
     def leaf_to_leaf(self, src: str, dst: str) -> LinkWeights:
         """Crossing probability of each switch-to-switch link for a flow from `src` to `dst`."""
         key = (src, dst)
@@ -82,23 +125,9 @@ class PathFinder:
         weights: LinkWeights = {}
         dist = self._distances_to(dst, src)
         if src != dst and src in dist:
-            mass = {src: 1.0}
-            frontier = [src]
-            while frontier:
-                nxt: dict[str, float] = {}
-                for node in frontier:
-                    hops = [
-                        (nbr, lid)
-                        for nbr, lids in self._switch_adj[node].items()
-                        if dist.get(nbr) == dist[node] - 1
-                        for lid in lids
-                    ]
-                    share = mass[node] / len(hops)
-                    for nbr, lid in hops:
-                        weights[lid] = weights.get(lid, 0.0) + share
-                        nxt[nbr] = nxt.get(nbr, 0.0) + share
-                mass = nxt
-                frontier = [n for n in sorted(nxt) if n != dst]
+            for _, share, hops in self._walk(src, dst, lambda node: self._hops(node, dist)):
+                for _, lid in hops:
+                    weights[lid] = weights.get(lid, 0.0) + share
         self._leaf_pairs[key] = weights
         return weights
 
@@ -146,17 +175,101 @@ class PathFinder:
                 if leaf is not None and lid is not None:
                     by_rail.setdefault(fabric.nic_rail[ep], {}).setdefault(leaf, []).append(lid)
         weights: LinkWeights = {}
+        walks: _Walks = {}
         for _, leaves in sorted(by_rail.items()):
             if sum(len(lids) for lids in leaves.values()) < 2:
                 continue  # one host on this rail: no flow on it
             for lids in leaves.values():
                 weights.update(dict.fromkeys(lids, 1.0))
-            names = sorted(leaves)
-            for i, a in enumerate(names):
-                for b in names[i + 1 :]:
-                    for lid, p in self.leaf_to_leaf(a, b).items():
-                        weights[lid] = max(weights.get(lid, 0.0), min(p, 1.0))
+            self._leaf_mesh(sorted(leaves), walks, weights)
+        ends: dict[tuple[str, str], float] = {}
+        for dst in sorted(walks):
+            self._walks_to(dst, walks[dst], weights, ends)
+        for (u, v), p in ends.items():
+            for lid in self._switch_adj[u][v]:
+                _raise_one(weights, lid, p)
         return weights
+
+    def _twin_classes(self) -> dict[str, tuple[str, ...]]:
+        """Each leaf's twins (itself included, by name): the leaves cabled to the same
+        switches with as many cables each."""
+        if self._twins is None:
+            by_key: dict[tuple[tuple[str, int], ...], list[str]] = {}
+            for leaf in sorted(set(self.fabric.nic_leaf.values())):
+                nbrs = self._switch_adj.get(leaf, {})
+                key = tuple(sorted((nbr, len(lids)) for nbr, lids in nbrs.items()))
+                by_key.setdefault(key, []).append(leaf)
+            self._twins = {leaf: tuple(c) for c in by_key.values() for leaf in c}
+        return self._twins
+
+    def _leaf_mesh(self, leaves: list[str], walks: _Walks, weights: LinkWeights) -> None:
+        """Plan the walks that give each link the most any flow from a leaf to a later one
+        (by name) of `leaves` gives it.
+
+        Per pair of twin classes, the walk runs between two of their members (their first,
+        or first two) and its cables leaving the source or entering the target are renamed
+        to every real pair's. Two twins are never on a walk between others (they reach no
+        switch the end one does not), so only the end cables differ between pairs. A pod's
+        leaves of every rail are twins here, so the rails of a job share their walks."""
+        twins = self._twin_classes()
+        present: dict[tuple[str, ...], list[str]] = {}
+        for leaf in leaves:
+            present.setdefault(twins.get(leaf, (leaf,)), []).append(leaf)
+        for c2, targets in present.items():
+            for c1, sources in present.items():
+                real_src = [a for a in sources if a < targets[-1]]
+                if not real_src:
+                    continue
+                real_dst = [b for b in targets if b > sources[0]]
+                src, dst = c1[0], c2[1] if c1 == c2 else c2[0]
+                if any(b in self._switch_adj.get(src, {}) for b in c2):
+                    # Leaves cabled to each other: the end cables are not a rename away.
+                    for a in real_src:
+                        for b in real_dst:
+                            if a < b:
+                                _raise(weights, self.leaf_to_leaf(a, b))
+                    continue
+                ends = walks.setdefault(dst, {}).setdefault(src, ({}, {}))
+                ends[0].update(dict.fromkeys(real_src))
+                ends[1].update(dict.fromkeys(real_dst))
+
+    def _walks_to(
+        self,
+        dst: str,
+        walks: dict[str, tuple[dict[str, None], dict[str, None]]],
+        weights: LinkWeights,
+        ends: dict[tuple[str, str], float],
+    ) -> None:
+        """The walks of `_leaf_mesh` that end at `dst`, sharing its hop counts and each
+        switch's cables towards it. A switch inside the walks weighs the most any of them
+        sends through it; the end cables, renamed to the real pairs', go to `ends` as the
+        most any walk sends over them, per pair of switches."""
+        dist: dict[str, int] = {}
+        for src in walks:
+            dist = self._distances_to(dst, src)
+        toward = _Toward(self._switch_adj, dist)
+        inside: dict[str, float] = {}
+        for src, (real_src, real_dst) in sorted(walks.items()):
+            if src not in dist:
+                continue  # no way between the two classes
+            for node, share, hops in self._walk(src, dst, toward.hops):
+                p = min(share, 1.0)
+                if node == src:  # the source's own cables: every real source's
+                    for nbr in dict.fromkeys(nbr for nbr, _ in hops):
+                        for a in real_src:
+                            if p > ends.get((a, nbr), 0.0):
+                                ends[a, nbr] = p
+                    continue
+                if p > inside.get(node, 0.0):
+                    inside[node] = p
+                if hops[0][0] == dst:  # the cables into the target: every real target's
+                    for b in real_dst:
+                        if p > ends.get((node, b), 0.0):
+                            ends[node, b] = p
+        for node, p in inside.items():
+            for nbr, lid in toward.hops(node):
+                if nbr != dst:
+                    _raise_one(weights, lid, p)
 
     def candidate_paths(
         self, src: Endpoint, dst: Endpoint, limit: int = 10_000
@@ -186,6 +299,72 @@ class PathFinder:
                 if dist.get(nbr) == dist[node] - 1:
                     for lid in reversed(self._switch_adj[node][nbr]):
                         stack.append((nbr, (*path, lid)))
+
+
+class _Toward:
+    """Each switch's cables one hop nearer a target, found the cheaper way per tier.
+
+    Read from the switch itself, a cable costs a look at each of its neighbours: a
+    super-spine has a hundred, and a mesh walks a thousand of them per target. Read from
+    the tier below, every switch of a tier is found at once for the neighbours of that
+    tier, which are few near the target. A tier is read from below as soon as reading its
+    switches one by one has cost more than that would (at most twice the cheaper way)."""
+
+    def __init__(self, adjacency: dict[str, dict[str, list[str]]], dist: dict[str, int]):
+        self._adj = adjacency
+        self._dist = dist
+        self._hops: dict[str, Hops] = {}
+        self._tiers: dict[int, list[str]] = {}
+        # per tier, what reading it from below costs, and what reading its switches one by
+        # one has cost so far; a tier read from below is dropped from both
+        self._below: dict[int, int] = {}
+        self._spent: dict[int, int] = {}
+
+    def hops(self, node: str) -> Hops:
+        found = self._hops.get(node)
+        if found is not None:
+            return found
+        tier = self._dist[node]
+        adjacency = self._adj
+        spent = self._spent.get(tier, 0) + len(adjacency[node])
+        below = self._below.get(tier)
+        if below is None:
+            if not self._tiers:
+                for n, d in self._dist.items():
+                    self._tiers.setdefault(d, []).append(n)
+            below = self._below[tier] = sum(len(adjacency[n]) for n in self._tiers[tier - 1])
+        if spent > below:
+            self._from_below(tier)
+            return self._hops[node]
+        self._spent[tier] = spent
+        nearer = tier - 1
+        found = self._hops[node] = [
+            (nbr, lid)
+            for nbr, lids in adjacency[node].items()
+            if self._dist.get(nbr) == nearer
+            for lid in lids
+        ]
+        return found
+
+    def _from_below(self, tier: int) -> None:
+        found: dict[str, Hops] = {}
+        dist = self._dist
+        for lower in self._tiers[tier - 1]:
+            for upper, lids in self._adj[lower].items():
+                if dist.get(upper) == tier:
+                    found.setdefault(upper, []).extend((lower, lid) for lid in lids)
+        for upper, hops in found.items():
+            self._hops.setdefault(upper, hops)
+
+
+def _raise_one(weights: LinkWeights, lid: str, p: float) -> None:
+    if p > weights.get(lid, 0.0):
+        weights[lid] = p
+
+
+def _raise(weights: LinkWeights, more: LinkWeights) -> None:
+    for lid, p in more.items():
+        _raise_one(weights, lid, min(p, 1.0))
 
 
 def union_weights(per_flow: Iterable[LinkWeights]) -> LinkWeights:
