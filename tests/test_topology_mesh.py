@@ -158,3 +158,28 @@ def test_leaves_cabled_to_a_whole_pod_keep_the_pairs_own_cable() -> None:
     assert got == _every_pair(fabric, job, lambda h: ("mlx5_0",))
     assert fabric.link_at[Endpoint(pod2[1], "cross")] in got
     assert fabric.link_at[Endpoint(pod2[0], "cross")] not in got
+
+
+def test_a_long_lived_path_finder_keeps_recent_paths_within_its_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker meets new jobs for weeks: the searches and leaf pairs it keeps stay within
+    their bounds, and what it forgot it works out again the same."""
+    from railtrace.topology import paths
+
+    design = rail_optimized(288)
+    fabric = build_fabric(design.plan)
+    unbounded = PathFinder(fabric)
+    monkeypatch.setattr(paths, "SEARCHES_KEPT", 5)
+    monkeypatch.setattr(paths, "PAIR_LINKS_KEPT", 5_000)
+    bounded = PathFinder(fabric)
+    rng = random.Random(3)
+    hosts = sorted(fabric.host_nics)
+    for _ in range(300):
+        a, b = rng.sample(hosts, 2)
+        nic = f"mlx5_{rng.randrange(8)}"
+        flow = (Endpoint(a, nic), Endpoint(b, nic))
+        assert bounded.flow_links(*flow) == unbounded.flow_links(*flow)
+        assert len(bounded._dist) <= 5
+        assert bounded._leaf_pairs._held <= 5_000
+    assert len(unbounded._dist) > 50 and unbounded._leaf_pairs._held > 50_000

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, TypeVar
 
 from railtrace.topology.attrs import ROLE, Role
 from railtrace.topology.ends import Endpoint
 from railtrace.topology.fabric import Fabric
 
 LinkWeights = dict[str, float]
+#: Searches kept, one per target leaf: up to 7,000 switches each at 12,500 nodes (~0.6 MiB).
+SEARCHES_KEPT = 256
+#: Links kept over the cached leaf pairs: a pair across pods is 2,112 links at 12,500 nodes.
+PAIR_LINKS_KEPT = 1_000_000
 # target -> source -> (the real sources, the real targets) the walk between them stands for
 _Walks = dict[str, dict[str, tuple[dict[str, None], dict[str, None]]]]
 #: A switch's equal-cost cables towards a target: (next switch, link id), one per cable.
@@ -57,8 +62,11 @@ class PathFinder:
                 if fabric.graph.nodes[nbr][ROLE] != Role.HOST
             }
         # target -> (hop counts found so far, the search's queue): see `_distances_to`
-        self._dist: dict[str, tuple[dict[str, int], deque[str]]] = {}
-        self._leaf_pairs: dict[tuple[str, str], LinkWeights] = {}
+        self._dist: _Recent[str, tuple[dict[str, int], deque[str]]] = _Recent(SEARCHES_KEPT)
+        # sized by links, and one more for the pair itself: an empty answer costs something too
+        self._leaf_pairs: _Recent[tuple[str, str], LinkWeights] = _Recent(
+            PAIR_LINKS_KEPT, lambda w: len(w) + 1
+        )
         self._twins: dict[str, tuple[str, ...]] | None = None
 
     def _distances_to(self, target: str, reach: str) -> dict[str, int]:
@@ -72,7 +80,8 @@ class PathFinder:
         """
         search = self._dist.get(target)
         if search is None:
-            search = self._dist[target] = ({target: 0}, deque([target]))
+            search = ({target: 0}, deque([target]))
+            self._dist.put(target, search)
         dist, queue = search
         adjacency = self._switch_adj
         while reach not in dist and queue:
@@ -128,7 +137,7 @@ class PathFinder:
             for _, share, hops in self._walk(src, dst, lambda node: self._hops(node, dist)):
                 for _, lid in hops:
                     weights[lid] = weights.get(lid, 0.0) + share
-        self._leaf_pairs[key] = weights
+        self._leaf_pairs.put(key, weights)
         return weights
 
     def flow_links(self, src: Endpoint, dst: Endpoint) -> LinkWeights:
@@ -355,6 +364,41 @@ class _Toward:
                     found.setdefault(upper, []).extend((lower, lid) for lid in lids)
         for upper, hops in found.items():
             self._hops.setdefault(upper, hops)
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Recent(Generic[K, V]):
+    """A cache that forgets the least recently used entries past a total size, so a worker
+    that judges jobs for weeks holds the paths of the recent ones, not of every pair of
+    leaves it ever met (at 12,500 nodes those would be gigabytes)."""
+
+    def __init__(self, limit: int, size: Callable[[V], int] = lambda _: 1) -> None:
+        self._limit = limit
+        self._size = size
+        self._held = 0
+        self._entries: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.pop(key, None)
+        if value is not None:
+            self._entries[key] = value  # now the most recent
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._held -= self._size(old)
+        self._entries[key] = value
+        self._held += self._size(value)
+        while self._held > self._limit and len(self._entries) > 1:
+            oldest = next(iter(self._entries))
+            self._held -= self._size(self._entries.pop(oldest))
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _raise_one(weights: LinkWeights, lid: str, p: float) -> None:
