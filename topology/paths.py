@@ -11,9 +11,9 @@ few thousand distinct leaf pairs even at 288 nodes.
 
 A job whose NCCL printed no channels may use every pair of its leaves on each rail: tens of
 thousands of pairs for a 3,000-node job at 12,500 nodes. Leaves cabled to the very same
-switches (the leaves of one rail in one pod) are twins: swapping two of them maps the fabric
-onto itself, so a pair's weights follow from those of one pair of their twin classes with only
-the end cables renamed. The mesh is worked out per pair of classes, walking once per target.
+switches (a pod's leaves, of every rail, in the reference designs) are twins: swapping two of
+them maps the fabric onto itself, so a pair's weights follow from those of one pair of their
+twin classes with only the end cables renamed. The mesh is worked out per pair of classes.
 """
 
 from __future__ import annotations
