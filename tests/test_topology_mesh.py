@@ -3,6 +3,8 @@ worked out once per pair of twin classes and renamed onto the real pairs."""
 
 from __future__ import annotations
 
+import collections
+import itertools
 import random
 from collections.abc import Callable, Iterable
 
@@ -18,27 +20,29 @@ from railtrace.topology.paths import LinkWeights
 def _every_pair(
     fabric: Fabric, hosts: list[str], nics_of: Callable[[str], Iterable[str]] | None = None
 ) -> LinkWeights:
-    """The mesh by its definition: each pair of the job's leaves on a rail, one by one, a
-    link weighing the most one pair's flow gives it; host cables 1."""
+    """The mesh by its definition: a flow between any two of the job's NICs on a rail, a link
+    weighing the most one of them gives it (and a host cable 1)."""
     pf = PathFinder(fabric)
-    by_rail: dict[int, dict[str, list[str]]] = {}
+    rails: dict[int, list[Endpoint]] = collections.defaultdict(list)
     for host in sorted(set(hosts)):
         for nic in fabric.host_nics.get(host, ()) if nics_of is None else nics_of(host):
-            ep = Endpoint(host, nic)
-            leaf, lid = fabric.nic_leaf.get(ep), fabric.link_at.get(ep)
-            if leaf is not None and lid is not None:
-                by_rail.setdefault(fabric.nic_rail[ep], {}).setdefault(leaf, []).append(lid)
+            if Endpoint(host, nic) in fabric.nic_leaf:
+                rails[fabric.nic_rail[Endpoint(host, nic)]].append(Endpoint(host, nic))
     weights: LinkWeights = {}
-    for leaves in by_rail.values():
-        if sum(len(lids) for lids in leaves.values()) < 2:
+    walked: set[tuple[str, str]] = set()
+    for a, b in itertools.chain.from_iterable(
+        itertools.combinations(on, 2) for on in rails.values()
+    ):
+        weights[fabric.link_at[a]] = weights[fabric.link_at[b]] = 1.0
+        pair = (
+            min(fabric.nic_leaf[a], fabric.nic_leaf[b]),
+            max(fabric.nic_leaf[a], fabric.nic_leaf[b]),
+        )
+        if pair in walked:
             continue
-        for lids in leaves.values():
-            weights.update(dict.fromkeys(lids, 1.0))
-        names = sorted(leaves)
-        for i, a in enumerate(names):
-            for b in names[i + 1 :]:
-                for lid, p in pf.leaf_to_leaf(a, b).items():
-                    weights[lid] = max(weights.get(lid, 0.0), min(p, 1.0))
+        walked.add(pair)
+        for lid, p in pf.leaf_to_leaf(*pair).items():
+            weights[lid] = max(weights.get(lid, 0.0), min(p, 1.0))
     return weights
 
 
