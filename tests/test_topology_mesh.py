@@ -187,3 +187,15 @@ def test_a_long_lived_path_finder_keeps_recent_paths_within_its_bounds(
         assert len(bounded._dist) <= 5
         assert bounded._leaf_pairs._held <= 5_000
     assert len(unbounded._dist) > 50 and unbounded._leaf_pairs._held > 50_000
+
+
+def test_a_mesh_grown_host_by_host_equals_one_worked_out_afresh() -> None:
+    """A job known only from its lines grows a host at a time, mostly under leaves it already
+    has: each answer is what a finder that never saw the smaller job gives."""
+    design = rail_optimized(288)
+    fabric = build_fabric(design.plan)
+    grown = PathFinder(fabric)
+    rng = random.Random(11)
+    hosts = rng.sample(sorted(fabric.host_nics), 70)
+    for n in (1, 2, 3, 5, 8, 13, 21, 34, 55, 70):
+        assert grown.mesh_links(hosts[:n]) == PathFinder(fabric).mesh_links(hosts[:n]), n

@@ -31,6 +31,8 @@ LinkWeights = dict[str, float]
 SEARCHES_KEPT = 256
 #: Links kept over the cached leaf pairs: a pair across pods is 2,112 links at 12,500 nodes.
 PAIR_LINKS_KEPT = 1_000_000
+#: Links kept over the cached meshes (their switch-to-switch part): a 3,125-node job's is 75k.
+MESH_LINKS_KEPT = 500_000
 # target -> source -> (the real sources, the real targets) the walk between them stands for
 _Walks = dict[str, dict[str, tuple[dict[str, None], dict[str, None]]]]
 #: A switch's equal-cost cables towards a target: (next switch, link id), one per cable.
@@ -68,6 +70,9 @@ class PathFinder:
             PAIR_LINKS_KEPT, lambda w: len(w) + 1
         )
         self._twins: dict[str, tuple[str, ...]] | None = None
+        self._meshes: _Recent[tuple[tuple[str, ...], ...], LinkWeights] = _Recent(
+            MESH_LINKS_KEPT, lambda w: len(w) + 1
+        )
 
     def _distances_to(self, target: str, reach: str) -> dict[str, int]:
         """Hop counts to `target`, found far enough to hold `reach` (when it is reachable).
@@ -184,19 +189,36 @@ class PathFinder:
                 if leaf is not None and lid is not None:
                     by_rail.setdefault(fabric.nic_rail[ep], {}).setdefault(leaf, []).append(lid)
         weights: LinkWeights = {}
-        walks: _Walks = {}
+        talking: list[tuple[str, ...]] = []
         for _, leaves in sorted(by_rail.items()):
             if sum(len(lids) for lids in leaves.values()) < 2:
                 continue  # one host on this rail: no flow on it
             for lids in leaves.values():
                 weights.update(dict.fromkeys(lids, 1.0))
-            self._leaf_mesh(sorted(leaves), walks, weights)
+            talking.append(tuple(sorted(leaves)))
+        weights.update(self._leaf_meshes(tuple(talking)))
+        return weights
+
+    def _leaf_meshes(self, rails: tuple[tuple[str, ...], ...]) -> LinkWeights:
+        """The switch-to-switch part of a mesh: each rail's leaves, every pair of them.
+
+        Kept for the same leaves: a job whose hosts are learnt one line at a time (no
+        scheduler record) asks again at each new host, and most of them sit under leaves
+        it already has."""
+        cached = self._meshes.get(rails)
+        if cached is not None:
+            return cached
+        weights: LinkWeights = {}
+        walks: _Walks = {}
+        for leaves in rails:
+            self._leaf_mesh(list(leaves), walks, weights)
         ends: dict[tuple[str, str], float] = {}
         for dst in sorted(walks):
             self._walks_to(dst, walks[dst], weights, ends)
         for (u, v), p in ends.items():
             for lid in self._switch_adj[u][v]:
                 _raise_one(weights, lid, p)
+        self._meshes.put(rails, weights)
         return weights
 
     def _twin_classes(self) -> dict[str, tuple[str, ...]]:
