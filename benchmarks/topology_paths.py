@@ -1,11 +1,12 @@
 """Benchmark: build the 288-node fabric and the candidate link set of a 2,304-rank job.
 
 Run: .venv/bin/python benchmarks/topology_paths.py [--nodes 288] [--job-nodes N] [--repeat 5]
-     [--mesh]
+     [--mesh [--grow]]
 Prints the build time, the path-set time for every ring channel of a job spanning all nodes
 (or its first `--job-nodes`), and the sizes involved. `--mesh` works the job's links out as
 for a job whose NCCL printed no channels (NCCL_DEBUG unset or WARN): every pair of its hosts
-on each rail, per pair of leaves.
+on each rail, per pair of leaves. `--grow` asks one finder for the mesh of the job's first
+1, 2, ... hosts in turn, as a job with no scheduler record is learnt line by line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from railtrace.topology.ends import Endpoint
 from railtrace.topology.paths import union_weights
 
 
-def one_run(nodes: int, job_nodes: int, mesh: bool) -> tuple[float, float, int, int, int]:
+def one_run(
+    nodes: int, job_nodes: int, mesh: bool, grow: bool
+) -> tuple[float, float, int, int, int]:
     """(build s, path set s, cables, flows or leaf pairs, links in the path set)."""
     t0 = time.perf_counter()
     design = rail_optimized(nodes)
@@ -29,6 +32,8 @@ def one_run(nodes: int, job_nodes: int, mesh: bool) -> tuple[float, float, int, 
     finder = PathFinder(fabric)
     job = design.hosts[:job_nodes]
     if mesh:
+        for known in range(1, len(job) if grow else 0):
+            finder.mesh_links(job[:known])
         weights = finder.mesh_links(job)
         t2 = time.perf_counter()
         leaves: dict[int, set[str]] = {}
@@ -56,9 +61,14 @@ def main() -> None:
     ap.add_argument(
         "--mesh", action="store_true", help="the job's links from its hosts alone (no channels)"
     )
+    ap.add_argument(
+        "--grow", action="store_true", help="--mesh: ask for the first 1, 2, ... hosts in turn"
+    )
     args = ap.parse_args()
+    if args.grow and not args.mesh:
+        ap.error("--grow is for --mesh")
     job_nodes = min(args.job_nodes or args.nodes, args.nodes)
-    runs = [one_run(args.nodes, job_nodes, args.mesh) for _ in range(args.repeat)]
+    runs = [one_run(args.nodes, job_nodes, args.mesh, args.grow) for _ in range(args.repeat)]
     build = [r[0] for r in runs]
     paths = [r[1] for r in runs]
     _, _, cables, flows, links = runs[0]
@@ -73,6 +83,8 @@ def main() -> None:
         f"(min {min(build) * 1000:.1f}, max {max(build) * 1000:.1f}) over {args.repeat} runs"
     )
     what = f"mesh of {flows} leaf pairs" if args.mesh else f"all {flows} ring flows"
+    if args.grow:
+        what += f", grown one host at a time over {job_nodes} asks"
     print(
         f"path set of {what}: median {statistics.median(paths) * 1000:.1f} ms "
         f"(min {min(paths) * 1000:.1f}, max {max(paths) * 1000:.1f})"
