@@ -175,8 +175,9 @@ class PathFinder:
         pairs, not the chance that any of them crosses it: that chance would be near 1 for
         every uplink of a large job, while a ring or a tree crosses a given uplink with a few
         flows, so a fault on an uplink it never used would be blamed as surely as one on its
-        own cable. Host cables weigh 1. Computed per leaf pair (hosts under one leaf share its
-        uplinks): a 288-host job costs a few hundred leaf pairs, not 41,000 host pairs.
+        own cable. Host cables weigh 1. Hosts under one leaf share its uplinks, and twin
+        leaves share their walks (see `_leaf_mesh`): a 3,125-host job at 12,500 nodes walks
+        a few hundred pairs of pods, not 38,024 pairs of leaves or 39 million of hosts.
         `nics_of(host)` names the NICs the job uses on a host (those near its GPUs); default:
         all of them.
         """
