@@ -98,16 +98,6 @@ class PathFinder:
                     queue.append(nbr)
         return dist
 
-    def _hops(self, node: str, dist: dict[str, int]) -> Hops:
-        """`node`'s cables one hop nearer the target `dist` counts hops to."""
-        nearer = dist[node] - 1
-        return [
-            (nbr, lid)
-            for nbr, lids in self._switch_adj[node].items()
-            if dist.get(nbr) == nearer
-            for lid in lids
-        ]
-
     @staticmethod
     def _walk(
         src: str, dst: str, hops_of: Callable[[str], Hops]
@@ -139,7 +129,9 @@ class PathFinder:
         weights: LinkWeights = {}
         dist = self._distances_to(dst, src)
         if src != dst and src in dist:
-            for _, share, hops in self._walk(src, dst, lambda node: self._hops(node, dist)):
+            for _, share, hops in self._walk(
+                src, dst, lambda node: _nearer(self._switch_adj, node, dist)
+            ):
                 for _, lid in hops:
                     weights[lid] = weights.get(lid, 0.0) + share
         self._leaf_pairs.put(key, weights)
@@ -333,6 +325,17 @@ class PathFinder:
                         stack.append((nbr, (*path, lid)))
 
 
+def _nearer(adjacency: dict[str, dict[str, list[str]]], node: str, dist: dict[str, int]) -> Hops:
+    """`node`'s cables one hop nearer the target `dist` counts hops to."""
+    nearer = dist[node] - 1
+    return [
+        (nbr, lid)
+        for nbr, lids in adjacency[node].items()
+        if dist.get(nbr) == nearer
+        for lid in lids
+    ]
+
+
 class _Toward:
     """Each switch's cables one hop nearer a target, found the cheaper way per tier.
 
@@ -348,7 +351,7 @@ class _Toward:
         self._hops: dict[str, Hops] = {}
         self._tiers: dict[int, list[str]] = {}
         # per tier, what reading it from below costs, and what reading its switches one by
-        # one has cost so far; a tier read from below is dropped from both
+        # one has cost so far (once read from below, every switch of the tier is in _hops)
         self._below: dict[int, int] = {}
         self._spent: dict[int, int] = {}
 
@@ -369,13 +372,7 @@ class _Toward:
             self._from_below(tier)
             return self._hops[node]
         self._spent[tier] = spent
-        nearer = tier - 1
-        found = self._hops[node] = [
-            (nbr, lid)
-            for nbr, lids in adjacency[node].items()
-            if self._dist.get(nbr) == nearer
-            for lid in lids
-        ]
+        found = self._hops[node] = _nearer(adjacency, node, self._dist)
         return found
 
     def _from_below(self, tier: int) -> None:
