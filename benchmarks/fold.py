@@ -1,6 +1,6 @@
 """Benchmark: the worker's per-message fold alone, per core, and what compiling it would give.
 
-Run: .venv/bin/python benchmarks/fold.py [--nodes 288] [--rounds 6] [--profile] [--cython]
+Run: .venv/bin/python benchmarks/fold.py [--nodes 288] [--rounds 6] [--split] [--cython]
 
 Issue 20 asks for 50k port-samples per second per core through the worker's hot path (decode,
 counter rates, link health, routing and encoding the output). The streaming benchmark measures
@@ -12,8 +12,10 @@ batch's link samples encoded for the wire as the stage sends them.
 - The first two samples of every port are warm-up (baselines, no rates yet); the rate is read
   over the `--rounds` after them, in process CPU time, so other work on the machine slows the
   figure less than wall time would.
-- `--profile` splits the time (cProfile, inclusive) into decoding, the Normalizer (counter rates
-  and link health), and the rest of the fold, routing and encoding.
+- `--split` times the parts alone on the same messages (JSON parsing, decoding, the Normalizer's
+  counter rates and link health), in CPU time; the rest of the fold is routing, batching and
+  encoding. cProfile was tried first and misled: its cost per call doubled the share of the
+  decoder, which is made of many small calls.
 - `--cython` answers one of the issue's options: the same modules compiled by Cython 3 as they
   are (no type declarations), in a scratch copy of the package, run alternately with the source
   in separate processes. Cython must be installed (`pip install cython`).
@@ -22,9 +24,7 @@ batch's link samples encoded for the wire as the stage sends them.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import os
-import pstats
 import shutil
 import subprocess
 import sys
@@ -32,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streaming import cabled_switch_ports, message
@@ -64,7 +65,7 @@ HOT = (
 )
 
 
-def measure(nodes: int, rounds: int, profile: bool) -> float:
+def measure(nodes: int, rounds: int, split: bool) -> float:
     """Messages folded per CPU second over `rounds` samples of every switch port."""
     from railtrace.gctuning import settle_heap
     from railtrace.streams import wire
@@ -100,53 +101,64 @@ def measure(nodes: int, rounds: int, profile: bool) -> float:
                     wire.encode_samples(rows)
                 out = BatchOutput()
 
-    for r in range(WARMUP_ROUNDS):
-        fold(records(r))
+    warmup = [records(r) for r in range(WARMUP_ROUNDS)]
+    for batch in warmup:
+        fold(batch)
     timed = [records(r) for r in range(WARMUP_ROUNDS, WARMUP_ROUNDS + rounds)]
-    profiler = cProfile.Profile() if profile else None
+    count = rounds * len(ports)
     started = time.process_time()
-    if profiler is not None:
-        profiler.enable()
     for batch in timed:
         fold(batch)
-    if profiler is not None:
-        profiler.disable()
-    rate = rounds * len(ports) / (time.process_time() - started)
-    if profiler is not None:
-        report(pstats.Stats(profiler))
+    rate = count / (time.process_time() - started)
+    if not split:
+        return rate
+
+    print_split(count / rate, [record.value for batch in timed for record in batch], warmup)
     return rate
 
 
-DECODING = "gNMI decoding (decode_message)"
-NORMALIZER = "Normalizer in all (on_telemetry)"
-ENCODING = "wire encoding (encode_samples)"
+def print_split(whole: float, raw: list[bytes], warmup: list[list[SimpleNamespace]]) -> None:
+    """The fold's CPU time per message split by stage, each stage's cost read as what it adds
+    to the stages before it over the same messages, streamed as the fold streams them (what a
+    stage makes dies young, as in the worker). A profiler's cost per call misled here: it
+    doubled the share of the decoder, which is made of many small calls."""
+    import orjson
 
+    from railtrace.streams.pipeline import Normalizer, Output
+    from railtrace.streams.telemetry import decode_message
 
-def report(stats: pstats.Stats) -> None:
-    """Inclusive shares of the fold's parts, from cProfile's cumulative times."""
-    table = stats.stats  # type: ignore[attr-defined]
-    total = sum(tt for (_, _, tt, _, _) in table.values())
+    normalizers: dict[str, Normalizer] = {}
 
-    def cumulative(file_end: str, name: str) -> float:
-        return sum(
-            ct
-            for (path, _, func), (_, _, _, ct, _) in table.items()
-            if path.endswith(file_end) and func == name
-        )
+    def normalize(values: list[Any]) -> None:
+        normalizer = normalizers.get(values[0].device)
+        if normalizer is None:
+            normalizer = normalizers[values[0].device] = Normalizer()
+        out = Output()
+        for v in values:
+            normalizer.on_telemetry(v, out)
 
-    parts = {
-        DECODING: cumulative("telemetry/gnmic.py", "decode_message"),
-        "JSON parsing (orjson.loads)": cumulative("~", "<orjson.loads>"),
-        "counter rates (CounterRates.update)": cumulative("telemetry/rates.py", "update"),
-        "link health (LinkHealth.update)": cumulative("telemetry/health.py", "update"),
-        NORMALIZER: cumulative("streams/pipeline.py", "on_telemetry"),
-        ENCODING: cumulative("streams/wire.py", "encode_samples"),
-    }
-    decoding, normalizer, encoding = (parts[k] for k in (DECODING, NORMALIZER, ENCODING))
-    parts["the rest: the fold itself, routing"] = total - decoding - normalizer - encoding
-    print(f"  profile ({total:.2f} s under cProfile, inclusive shares):")
-    for name, seconds in parts.items():
-        print(f"    {name:38} {seconds / total:6.1%}")
+    for batch in warmup:
+        for record in batch:
+            normalize(decode_message(orjson.loads(record.value)))
+    started = time.process_time()
+    for value in raw:
+        orjson.loads(value)
+    parsed = time.process_time() - started
+    started = time.process_time()
+    for value in raw:
+        decode_message(orjson.loads(value))
+    decoded = time.process_time() - started
+    started = time.process_time()
+    for value in raw:
+        normalize(decode_message(orjson.loads(value)))
+    normalized = time.process_time() - started
+    us = 1e6 / len(raw)
+    print(f"  CPU us per message of 5 counters, by stage ({len(raw):,} messages):")
+    print(f"    JSON parsing (orjson.loads)               {parsed * us:5.1f}")
+    print(f"    gNMI decoding (decode_message)            {(decoded - parsed) * us:5.1f}")
+    print(f"    Normalizer (counter rates, link health)   {(normalized - decoded) * us:5.1f}")
+    print(f"    the rest: routing, batching, encoding     {(whole - normalized) * us:5.1f}")
+    print(f"    the whole fold                            {whole * us:5.1f}")
 
 
 def compiled_tree(scratch: Path) -> Path:
@@ -198,7 +210,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--nodes", type=int, default=288, help="reference design size")
     ap.add_argument("--rounds", type=int, default=6, help="timed samples of every switch port")
-    ap.add_argument("--profile", action="store_true", help="split the time with cProfile")
+    ap.add_argument(
+        "--split", action="store_true", help="time parsing, decoding and the Normalizer alone"
+    )
     ap.add_argument("--cython", action="store_true", help="also run the Cython-compiled copy")
     ap.add_argument("--pairs", type=int, default=3, help="alternating runs with --cython")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -210,10 +224,10 @@ def main() -> None:
         # The copy must really be the one imported, or the comparison compares nothing.
         if args.compiled != (not str(leaves.__file__).endswith(".py")):
             raise SystemExit(f"expected compiled={args.compiled}, imported {leaves.__file__}")
-        print(measure(args.nodes, args.rounds, profile=False))
+        print(measure(args.nodes, args.rounds, split=False))
         return
     if not args.cython:
-        rate = measure(args.nodes, args.rounds, args.profile)
+        rate = measure(args.nodes, args.rounds, args.split)
         print(f"{args.nodes} nodes: {rate:,.0f} messages folded per CPU second")
         return
     with tempfile.TemporaryDirectory(prefix="rt-fold-cython-") as scratch:
