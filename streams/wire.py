@@ -186,19 +186,14 @@ def _zone(name: str) -> tzinfo:
 
 def encode_samples(rows: Sequence[tuple[LinkSample, str]]) -> bytes:
     """(sample, link id) pairs as rows of
-    [ts_ns, link_id, device, interface, metric, qualifier, rate, interval_s]."""
+    [ts_ns, link_id, device, interface, metric, qualifier, rate, interval_s].
+
+    On the worker's hot path, five rows per port message: each row is a tuple (orjson writes it
+    as an array, and a tuple costs half a list to make and to collect) holding the metric as
+    the StrEnum member (orjson writes its value, without `.value`'s descriptor call)."""
     return orjson.dumps(
         [
-            [
-                s.ts_ns,
-                link,
-                s.device,
-                s.interface,
-                s.metric.value,
-                s.qualifier,
-                s.rate,
-                s.interval_s,
-            ]
+            (s.ts_ns, link, s.device, s.interface, s.metric, s.qualifier, s.rate, s.interval_s)
             for s, link in rows
         ]
     )
