@@ -12,13 +12,14 @@ batch's link samples encoded for the wire as the stage sends them.
 - The first two samples of every port are warm-up (baselines, no rates yet); the rate is read
   over the `--rounds` after them, in process CPU time, so other work on the machine slows the
   figure less than wall time would.
-- `--split` times the parts alone on the same messages (JSON parsing, decoding, the Normalizer's
-  counter rates and link health), in CPU time; the rest of the fold is routing, batching and
-  encoding. cProfile was tried first and misled: its cost per call doubled the share of the
-  decoder, which is made of many small calls.
+- `--split` gives each stage's cost as what it adds to the stages before it over the same
+  messages, streamed as the fold streams them (JSON parsing, decoding, the Normalizer's counter
+  rates and link health); the rest of the fold is routing, batching and encoding. cProfile
+  was tried first and misled: its cost per call doubled the share of the decoder, which is
+  made of many small calls.
 - `--cython` answers one of the issue's options: the same modules compiled by Cython 3 as they
   are (no type declarations), in a scratch copy of the package, run alternately with the source
-  in separate processes. Cython must be installed (`pip install cython`).
+  in separate processes. Cython comes with the dev extra (`make install`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ ROOTS = {
     "api": "api",
     "proto": "proto",
 }
-#: The modules of the fold's hot path, as the profile names them.
+#: The modules of the fold's hot path, compiled by `--cython`.
 HOT = (
     "streams/telemetry/gnmic.py",
     "streams/telemetry/leaves.py",
