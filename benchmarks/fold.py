@@ -110,12 +110,10 @@ def measure(nodes: int, rounds: int, split: bool) -> float:
     started = time.process_time()
     for batch in timed:
         fold(batch)
-    rate = count / (time.process_time() - started)
-    if not split:
-        return rate
-
-    print_split(count / rate, [record.value for batch in timed for record in batch], warmup)
-    return rate
+    elapsed = time.process_time() - started
+    if split:
+        print_split(elapsed, [record.value for batch in timed for record in batch], warmup)
+    return count / elapsed
 
 
 def print_split(whole: float, raw: list[bytes], warmup: list[list[SimpleNamespace]]) -> None:
