@@ -3,9 +3,9 @@
 # broker; `make check` needs nothing else.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py proto/*.proto | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py proto/*.proto streams/telemetry/walk/Cargo.* streams/telemetry/walk/src/*.rs | sha1sum | cut -c1-12)
 
-.PHONY: install system-deps demo test check lint typecheck wheel-check pytest clean
+.PHONY: install system-deps demo test check lint typecheck rust-check wheel-check pytest clean
 
 # pip and setuptools print pages of warnings that look like a failure; they go to a log that is
 # shown only if the install fails. What is happening is said before the quiet minute or two.
@@ -57,18 +57,27 @@ typecheck: install
 wheel-check: install
 	.ci/check-wheel
 
+# The compiled part of the telemetry stage (streams/telemetry/walk): formatted, clippy-clean and
+# its rules' unit tests passing. The tests run as a plain binary linked to this Python's
+# libpython (`--no-default-features` leaves out the extension-module feature).
+WALK := streams/telemetry/walk
+rust-check: install
+	cd $(WALK) && cargo fmt --check && cargo clippy --release -q -- -D warnings
+	cd $(WALK) && LD_LIBRARY_PATH=$$($(abspath $(PY)) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))') \
+	  cargo test --release -q --no-default-features
+
 # The streaming tests need a real broker: started here (KRaft, 127.0.0.1:9092) and stopped after.
 # The 25 slowest tests are listed, so the suite's time (CI aims for under 25 minutes) has names.
 pytest: install system-deps
 	deploy/kafka/kafka.sh start
 	$(VENV)/bin/pytest -q --durations=25; rc=$$?; deploy/kafka/kafka.sh stop; exit $$rc
 
-test: lint typecheck wheel-check pytest
+test: lint typecheck rust-check wheel-check pytest
 
 # The fast tier, under two minutes: lint, types and the core tests (pytest -m core: pure, no
 # process, socket, chDB store or service; tests/conftest.py gives the markers and fails a core
 # test that reaches for one). The five slowest are shown, so a test that slows the tier shows.
-check: lint typecheck
+check: lint typecheck rust-check
 	$(VENV)/bin/pytest -q -m core --durations=5
 
 clean:

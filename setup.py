@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from setuptools import setup
+from setuptools_rust import Binding, RustExtension
 
 ROOTS = {
     "railtrace": "railtrace",
@@ -87,6 +88,18 @@ setup(
         "railtrace.api": ["static/*"],
         "railtrace.proto": ["*.proto", "README.md"],
         "railtrace.proto.gen": ["*.pyi"],
+        "railtrace.streams.telemetry": ["*.pyi"],
     },
     include_package_data=True,
+    # The compiled walk of gnmic messages (streams/telemetry/walk): cargo builds it, optimised
+    # even for an editable install, since the worker's throughput is what it is there for.
+    rust_extensions=[
+        RustExtension(
+            "railtrace.streams.telemetry._walk",
+            path="streams/telemetry/walk/Cargo.toml",
+            binding=Binding.PyO3,
+            debug=False,
+        )
+    ],
+    zip_safe=False,
 )

@@ -9,21 +9,25 @@ call this same code for every record, so the same input gives the same verdicts.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from railtrace.streams.attribution import Correlator
 from railtrace.streams.attribution.profile import DEFAULT_PROFILE, AttributionProfile
 from railtrace.streams.records import (
-    COUNTER_METRICS,
     JobFact,
     LinkEvent,
     LinkSample,
     TelemetryValue,
     Verdict,
 )
-from railtrace.streams.telemetry import CounterRates, LinkHealth, Thresholds
-from railtrace.streams.telemetry.rates import GAUGE_METRICS
+from railtrace.streams.telemetry import CounterRates, DecodeStats, LinkHealth, Thresholds
+from railtrace.streams.telemetry._walk import normalize
+from railtrace.streams.telemetry.gnmic import fold_message
+from railtrace.streams.telemetry.lldp import LldpUpdate
+from railtrace.streams.telemetry.rates import reset_event
+from railtrace.streams.wire import SampleRow
 from railtrace.topology.fabric import Fabric, PortLinks
 
 SNAPSHOT_VERSION = 1
@@ -52,15 +56,39 @@ class Normalizer:
         self.health = health or LinkHealth(self.thresholds)
 
     def on_telemetry(self, value: TelemetryValue, out: Output) -> None:
-        if value.metric in COUNTER_METRICS or value.metric in GAUGE_METRICS:
-            sample, reset = self.rates.update(value)
-            if reset is not None:
-                out.events.append(reset)
-            if sample is not None:
-                out.samples.append(sample)
-                out.events.extend(self.health.update(sample))
-        else:
-            out.events.extend(self.health.update(value))
+        self.fold((value,), out)
+
+    def fold(self, values: Sequence[TelemetryValue], out: Output) -> None:
+        """Counters and gauges into rates, then rates and states into link events, in one
+        compiled pass over `values` (`walk/src/core.rs`); the events' words are made here."""
+        raws: list[Any] = []
+        normalize(self.rates.core, self.health.core, values, LinkSample, out.samples, raws)
+        out.events.extend(self._events(raws))
+
+    def fold_message(
+        self,
+        message: Any,
+        route: Callable[[str, str], tuple[str, int]],
+        samples: dict[int, list[SampleRow]],
+        stats: DecodeStats,
+    ) -> tuple[list[LinkEvent], int, int | None, list[LldpUpdate]]:
+        """One decoded gnmic message walked and folded at once, with no TelemetryValue or
+        LinkSample made: the telemetry stage's hot path, the rules of `fold`. Its samples are appended to `samples` as wire rows by partition (`route`
+        gives a port's link id and partition, asked once per port). Returns the link events,
+        the number of values, the stamp of the last one and the message's LLDP neighbour
+        news. Raises DecodeError for a malformed message, which then changes nothing."""
+        raws: list[Any] = []
+        folded = fold_message(
+            message, self.rates.core, self.health.core, route, samples, raws, stats
+        )
+        return self._events(raws), *folded
+
+    def _events(self, raws: list[Any]) -> list[LinkEvent]:
+        """The LinkEvents, in words, of what the compiled rules raised."""
+        return [
+            reset_event(*raw[1:]) if raw[0] == "counter-reset" else self.health.event_of(raw)
+            for raw in raws
+        ]
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import astuple
+from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 import orjson
@@ -404,3 +406,33 @@ def test_a_damaged_link_health_snapshot_is_rejected_with_value_error(damage: Any
     damage(snap)
     with pytest.raises(ValueError, match="damaged LinkHealth snapshot"):
         LinkHealth.restore(snap)
+
+
+PYTHON_RULES = orjson.loads(
+    (Path(__file__).parent / "fixtures" / "state" / "python-rules.json").read_bytes()
+)
+
+
+def _plain(outputs: list[Output]) -> list[list[Any]]:
+    """Outputs as `fixtures/state/record_rules.py` records them."""
+    return orjson.loads(orjson.dumps([[type(o).__name__, *astuple(o)] for o in outputs]))
+
+
+def test_the_compiled_rules_give_what_the_python_rules_gave() -> None:
+    """The rules were written in Python first; fixtures/state/python-rules.json is what they
+    gave on this stream (main at 0950fa5): every output, and the snapshots, equal."""
+    rates, health = CounterRates(), LinkHealth(THRESHOLDS)
+    assert _plain(run(rates, health, STREAM)) == PYTHON_RULES["outputs"]
+    assert {"rates": rates.snapshot(), "health": health.snapshot()} == PYTHON_RULES["end"]
+
+
+def test_a_checkpoint_of_the_python_rules_restores_and_goes_on_as_they_did() -> None:
+    """A worker upgraded mid-stream restores the checkpoint the Python rules wrote and goes on
+    with the outputs they went on with."""
+    cut = PYTHON_RULES["cut"]
+    before = len(_plain(run(CounterRates(), LinkHealth(THRESHOLDS), STREAM[:cut])))
+    middle = PYTHON_RULES["middle"]
+    rates = CounterRates.restore(middle["rates"])
+    health = LinkHealth.restore(middle["health"], THRESHOLDS)
+    assert _plain(run(rates, health, STREAM[cut:])) == PYTHON_RULES["outputs"][before:]
+    assert {"rates": rates.snapshot(), "health": health.snapshot()} == PYTHON_RULES["end"]

@@ -15,13 +15,14 @@ import orjson
 from aiokafka.partitioner import murmur2
 
 from railtrace.streams.pipeline import Normalizer, Output
-from railtrace.streams.records import CablingEvent, LinkEvent, LinkSample
-from railtrace.streams.telemetry import DecodeError, DecodeStats, decode_message
+from railtrace.streams.records import CablingEvent, LinkEvent
+from railtrace.streams.telemetry import DecodeError, DecodeStats
 from railtrace.streams.telemetry.cabling import CablingWatch
 from railtrace.streams.telemetry.gnmic import decode_with_lldp
 from railtrace.streams.telemetry.lldp import LldpUpdate, snmp_neighbours
 from railtrace.streams.telemetry.snmp import decode_snmp
 from railtrace.streams.telemetry.thresholds import Thresholds
+from railtrace.streams.wire import SampleRow, sample_row
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
 
@@ -45,9 +46,7 @@ class DeviceState:
 class BatchOutput:
     """Everything one batch of raw messages produced, grouped the way it is sent."""
 
-    samples: dict[int, list[tuple[LinkSample, str]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    samples: dict[int, list[SampleRow]] = field(default_factory=lambda: defaultdict(list))
     events: dict[str, list[LinkEvent]] = field(default_factory=lambda: defaultdict(list))
     cabling: dict[str, list[CablingEvent]] = field(default_factory=lambda: defaultdict(list))
     dead: list[tuple[Any, str]] = field(default_factory=list)
@@ -116,6 +115,38 @@ class DeviceStates:
     def fold(self, kind: str, record: Any, out: BatchOutput) -> None:
         """Fold one raw record (an aiokafka ConsumerRecord) into its device's state."""
         value = record.value
+        if kind == "gnmi" and value and record.key:
+            key = b"gnmi:" + record.key
+            st = self.state(key, record.partition)
+            if record.offset >= st.upto:
+                self._fold_gnmi(key, st, record, out)
+                return
+        self._fold_decoded(kind, record, out)
+
+    def _fold_gnmi(self, key: bytes, st: DeviceState, record: Any, out: BatchOutput) -> None:
+        """The hot path: a gNMI message of a keyed device, not redelivered, walked and folded
+        in one compiled pass (`Normalizer.fold_message`); what it gives is what
+        `_fold_decoded` gives for it."""
+        try:
+            events, values, last_ns, lldp = st.normalizer.fold_message(
+                orjson.loads(record.value), self._route, out.samples, self.decoded
+            )
+        except (orjson.JSONDecodeError, DecodeError, ValueError) as exc:
+            out.dead.append((record, f"gnmi: {exc}"))
+            return
+        if not values and not lldp:
+            return
+        if lldp or st.cabling is not None:
+            self._cabling(st, last_ns, lldp, out)
+        st.upto = record.offset + 1
+        self.dirty.add(key)
+        out.values += values
+        for e in events:
+            out.events[self._route(e.device, e.interface)[0]].append(e)
+
+    def _fold_decoded(self, kind: str, record: Any, out: BatchOutput) -> None:
+        """SNMP, gNMI messages of no key and redeliveries: decoded into values first."""
+        value = record.value
         lldp: list[LldpUpdate] = []
         try:
             if not value:
@@ -126,10 +157,8 @@ class DeviceStates:
                 table = snmp_neighbours(decoded)
                 if table is not None and values:  # a poll that reached the agent
                     lldp.append(table)
-            elif b"lldp" in value:  # rare (ON_CHANGE): the second look only where it pays
-                values, lldp = decode_with_lldp(decoded, self.decoded)
             else:
-                values = decode_message(decoded, self.decoded)
+                values, lldp = decode_with_lldp(decoded, self.decoded)
         except (orjson.JSONDecodeError, DecodeError, ValueError) as exc:
             out.dead.append((record, f"{kind}: {exc}"))
             return
@@ -145,11 +174,9 @@ class DeviceStates:
             self.redelivered += 1
             return
         if lldp or st.cabling is not None:
-            self._cabling(st, values, lldp, out)
+            self._cabling(st, values[-1].ts_ns if values else None, lldp, out)
         o = Output()
-        normalizer = st.normalizer
-        for v in values:
-            normalizer.on_telemetry(v, o)
+        st.normalizer.fold(values, o)
         st.upto = record.offset + 1
         self.dirty.add(key)
         out.values += len(values)
@@ -158,24 +185,25 @@ class DeviceStates:
             route = routes.get(s.interface)
             if route is None:
                 route = routes[s.interface] = self._route(s.device, s.interface)
-            out.samples[route[1]].append((s, route[0]))
+            out.samples[route[1]].append(sample_row(s, route[0]))
         for e in o.events:
             out.events[self._route(e.device, e.interface)[0]].append(e)
 
     def _cabling(
         self,
         st: DeviceState,
-        values: list[Any],
+        last_ns: int | None,
         lldp: list[LldpUpdate],
         out: BatchOutput,
     ) -> None:
-        """Fold LLDP news into the device's cabling watch; any message moves its clock."""
+        """Fold LLDP news into the device's cabling watch; any message with values moves its
+        clock to the last value's stamp, `last_ns`."""
         for update in lldp:
             if st.cabling is None:
                 st.cabling = CablingWatch(update.device, self.plan, self.settle_ns)
             out.cabling[update.device].extend(st.cabling.apply(update))
-        if values and st.cabling is not None and st.cabling.pending:
-            out.cabling[st.cabling.device].extend(st.cabling.tick(values[-1].ts_ns))
+        if last_ns is not None and st.cabling is not None and st.cabling.pending:
+            out.cabling[st.cabling.device].extend(st.cabling.tick(last_ns))
 
     def _route(self, device: str, interface: str) -> tuple[str, int]:
         """The link id of a port (or `device:interface` for a port off the plan) and the

@@ -9,25 +9,31 @@ notification (or one object per event with `split-events`), each with `timestamp
 the full path without keys, subtrees already flattened (lists as `<element>.N`). The format is
 told per message, so one file or topic may mix both.
 
-Both end in the same step, `leaves.Leaves`: each leaf's full path resolved against the table
-in `paths.py`; the event format's tags fill in what its key-less paths lack.
+Both end in the same walk, compiled (`walk/src/lib.rs`): each leaf's full path resolved against
+the table in `paths.py` (`leaves.resolve`); the event format's tags fill in what its key-less
+paths lack. The walk calls the rules written here for stamps, sources and event paths.
+`decode_message` makes TelemetryValues of the leaves; `fold_message`, the telemetry stage's
+hot path, folds them into a device's rates and link health without making any (walk/README.md).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..records import LATEST_NS, DeadLetter, TelemetryValue
+from ._walk import HealthCore, Part, RatesCore, Walker
 from .framing import MAX_RAW_BYTES, is_event, iter_messages
-from .leaves import KEY_LEAVES, Leaves, keyed_path
-from .lldp import LldpUpdate
+from .leaves import INTERFACE_TAGS, KEY_LEAVES, MAX_DEPTH, keyed_path, resolve
+from .lldp import LldpUpdate, deleted_neighbours, neighbour_leaf
 from .stamps import EARLIEST_PLAUSIBLE_NS as _EARLIEST_NS
 from .stamps import StampError, StampUnit, read_stamp
-from .xpath import device_of
+from .values import DECIMAL_KEYS, TYPED_KEYS, convert
+from .xpath import PATH_CACHE_SIZE, device_of
 
 __all__ = [
     "DecodeError",
@@ -37,9 +43,6 @@ __all__ = [
     "decode_with_lldp",
     "iter_messages",
 ]
-
-#: The keys of a json-format message carrying only gNMI extensions, no data.
-_EXTENSIONS_ONLY = frozenset({"extensions", "decodedExtensions"})
 
 
 class DecodeError(ValueError):
@@ -133,60 +136,37 @@ def _event_path(key: str, values: dict[str, Any]) -> str:
     return "/".join(elements)
 
 
-def _decode_event(event: Any) -> Leaves:
-    if not isinstance(event, dict):
-        raise DecodeError("event is not an object")
-    tags = event.get("tags", {})
-    values = event.get("values", {})
-    if not isinstance(tags, dict) or not isinstance(values, dict):
-        raise DecodeError("event tags or values is not an object")
-    leaves = Leaves(*_timestamp(event.get("timestamp")), _device(tags.get("source")), tags)
-    for key, value in values.items():
-        leaves.add(_event_path(key, values) if "." in key else key, value)
-    _deletes(leaves, event.get("deletes"), "")
-    return leaves
+#: The walk of a message's notifications and leaves, compiled (`walk/src/lib.rs`); the rules it
+#: calls for what paths, values, stamps and sources mean are the Python ones here and in
+#: `leaves`, `values` and `lldp`.
+_WALKER = Walker(
+    resolve=resolve,
+    is_event=is_event,
+    convert=convert,
+    timestamp=_timestamp,
+    device=_device,
+    event_path=_event_path,
+    keyed_path=keyed_path,
+    neighbour_leaf=neighbour_leaf,
+    deleted_neighbours=deleted_neighbours,
+    value_type=TelemetryValue,
+    error_type=DecodeError,
+    ns_unit=StampUnit.NS,
+    typed_keys=TYPED_KEYS,
+    decimal_keys=DECIMAL_KEYS,
+    key_leaves=KEY_LEAVES,
+    interface_tags=INTERFACE_TAGS,
+    max_depth=MAX_DEPTH,
+    earliest_ns=_EARLIEST_NS,
+    latest_ns=LATEST_NS,
+    cache_size=PATH_CACHE_SIZE,
+)
 
 
-def _deletes(leaves: Leaves, deletes: Any, base: str) -> None:
-    if deletes is None:
-        return
-    if not isinstance(deletes, list):
-        raise DecodeError("deletes is not a list")
-    for path in deletes:
-        if isinstance(path, str):
-            leaves.delete(base + path.lstrip("/") if base else path)
-
-
-def _decode_notification(message: dict[str, Any]) -> Leaves:
-    prefix = message.get("prefix", "")
-    updates = message.get("updates", [])
-    if not isinstance(prefix, str) or not isinstance(updates, list):
-        raise DecodeError("prefix is not a string or updates is not a list")
-    leaves = Leaves(*_timestamp(message.get("timestamp")), _device(message.get("source")), {})
-    base = prefix.rstrip("/") + "/" if prefix else ""
-    for update in updates:
-        values = update.get("values") if isinstance(update, dict) else None
-        if not isinstance(values, dict):
-            raise DecodeError("update without a values object")
-        update_path = update.get("Path")
-        for key, value in values.items():
-            # `Path` keeps the list keys that the `values` key drops; both are relative to prefix.
-            path = update_path if isinstance(update_path, str) and len(values) == 1 else key
-            leaves.add(base + path.lstrip("/") if base else path, value)
-    _deletes(leaves, message.get("deletes"), base)
-    return leaves
-
-
-def _parts(message: Any) -> list[Leaves]:
-    if isinstance(message, list):
-        return [_decode_event(event) for event in message]
-    if not isinstance(message, dict):
-        raise DecodeError(f"message is a JSON {type(message).__name__}, not an object or array")
-    if "sync-response" in message or (message and message.keys() <= _EXTENSIONS_ONLY):
-        return []
-    if is_event(message):
-        return [_decode_event(message)]
-    return [_decode_notification(message)]
+def _parts(message: Any) -> list[Part]:
+    """One Part per notification of `message`: a json-format message is one, an event array
+    one per event; a sync-response or a message of extensions alone, none."""
+    return _WALKER.parts(message)
 
 
 def decode_message(message: Any, stats: DecodeStats | None = None) -> list[TelemetryValue]:
@@ -213,7 +193,33 @@ def decode_with_lldp(
     return _values(parts, stats), updates
 
 
-def _values(parts: list[Leaves], stats: DecodeStats | None) -> list[TelemetryValue]:
+def fold_message(
+    message: Any,
+    rates: RatesCore,
+    health: HealthCore,
+    route: Callable[[str, str], tuple[str, int]],
+    samples: dict[int, list[Any]],
+    events: list[Any],
+    stats: DecodeStats,
+) -> tuple[int, int | None, list[LldpUpdate]]:
+    """One gnmic message's values folded into `rates` and `health` as they are walked
+    (`Normalizer.fold_message` says what goes where); its leaves counted in `stats` as
+    `decode_message` counts them. Returns the number of values, the last one's stamp and the
+    LLDP neighbour news, as `decode_with_lldp` gives it."""
+    values, last_ns, counts, retimed, news = _WALKER.fold(
+        message, rates, health, route, samples, events
+    )
+    unknown, unattributed, bad, pathless = counts
+    stats.unknown_paths += unknown
+    stats.unattributed += unattributed
+    stats.bad_values += bad
+    stats.pathless += pathless
+    for unit in retimed:
+        stats.retimed[unit] += 1
+    return values, last_ns, [LldpUpdate(*update) for update in news]
+
+
+def _values(parts: list[Part], stats: DecodeStats | None) -> list[TelemetryValue]:
     out: list[TelemetryValue] = []
     for part in parts:
         out.extend(part.out)

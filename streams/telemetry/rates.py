@@ -36,15 +36,14 @@ from ..records import (
     Metric,
     TelemetryValue,
 )
+from ._walk import RatesCore
 from .state import VERSION, check_header, dec_int, dec_num, dec_str, enc_int, enc_num
-
-#: Counter widths a wrap can be taken across, narrowest first.
-WRAP_WIDTHS = (2**32, 2**64)
 
 #: Metrics that are readings, not counters: passed through as they are.
 GAUGE_METRICS = frozenset({Metric.RX_POWER_DBM, Metric.TEMPERATURE_C, Metric.PORT_SPEED_GBPS})
 
-_Key = tuple[str, str, Metric, str]
+#: Every metric with what it is to the compiled rules: (member, counter, gauge).
+METRIC_KINDS = tuple((m, m in COUNTER_METRICS, m in GAUGE_METRICS) for m in Metric)
 
 
 @dataclass
@@ -61,16 +60,18 @@ class CounterRates:
     """Remembers the last reading of every counter and turns the next one into a rate.
 
     Owned by one stream partition: readings of one key must all come to the same instance.
+    The rules run compiled (`walk/src/rates.rs`, through `RatesCore`); the reset's words and
+    the snapshot's layout are here.
     """
 
     def __init__(self, wrap_max_fraction: float = 0.25, reset_quiet_s: float = 300.0) -> None:
         self.wrap_max_fraction = wrap_max_fraction
         self.reset_quiet_s = reset_quiet_s
-        self.stats = RateStats()
-        self._last: dict[_Key, tuple[int, float]] = {}
-        # When each counter's last reported reset was: later ones within the quiet time are
-        # counted only.
-        self._reset_at: dict[_Key, int] = {}
+        self.core = RatesCore(wrap_max_fraction, reset_quiet_s, METRIC_KINDS)
+
+    @property
+    def stats(self) -> RateStats:
+        return RateStats(*self.core.stats())
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON values, to be stored once per batch, not per reading.
@@ -82,11 +83,9 @@ class CounterRates:
         counter stays an int); `wrap_max_fraction` is configuration, not state.
         """
         last: dict[str, dict[str, list[list[Any]]]] = {}
-        for key, (ts_ns, value) in self._last.items():
-            device, interface, metric, qualifier = key
+        for device, interface, metric, qualifier, ts_ns, value, reset_at in self.core.rows():
             rows = last.setdefault(device, {}).setdefault(interface, [])
             row = [str(metric), qualifier, enc_int(ts_ns), enc_num(value)]
-            reset_at = self._reset_at.get(key)
             rows.append(row if reset_at is None else [*row, enc_int(reset_at)])
         return {"v": VERSION, "type": "CounterRates", "stats": asdict(self.stats), "last": last}
 
@@ -102,78 +101,52 @@ class CounterRates:
         check_header(snap, "CounterRates")
         rates = cls(wrap_max_fraction, reset_quiet_s)
         try:
-            rates.stats = RateStats(**{k: dec_int(n) for k, n in snap["stats"].items()})
-            table = rates._last
+            stats = RateStats(**{k: dec_int(n) for k, n in snap["stats"].items()})
+            rows = []
             for device, interfaces in snap["last"].items():
-                for interface, rows in interfaces.items():
-                    for metric, qualifier, ts_ns, value, *reset in rows:
+                for interface, entries in interfaces.items():
+                    for metric, qualifier, ts_ns, value, *reset in entries:
                         if len(reset) > 1:
                             raise ValueError(f"a counter row of {4 + len(reset)} fields")
-                        key = (device, interface, Metric(metric), dec_str(qualifier))
-                        table[key] = (dec_int(ts_ns), dec_num(value))
-                        if reset:
-                            rates._reset_at[key] = dec_int(reset[0])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        rows.append(
+                            (
+                                dec_str(device),
+                                dec_str(interface),
+                                Metric(metric),
+                                dec_str(qualifier),
+                                dec_int(ts_ns),
+                                dec_num(value),
+                                dec_int(reset[0]) if reset else None,
+                            )
+                        )
+            rates.core.load(rows)
+            rates.core.set_stats(stats.samples, stats.wraps, stats.resets, stats.out_of_order)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise ValueError(f"damaged CounterRates snapshot: {exc!r}") from exc
         return rates
 
     def update(self, v: TelemetryValue) -> tuple[LinkSample | None, LinkEvent | None]:
         """The rate (or gauge sample) and the reset event, if any, that reading `v` gives."""
-        if isinstance(v.value, str):
-            return None, None
-        if v.metric not in COUNTER_METRICS:
-            if v.metric not in GAUGE_METRICS:
-                return None, None
-            self.stats.samples += 1
-            gauge = float(v.value)
-            return LinkSample(
-                v.ts_ns, v.device, v.interface, v.metric, v.qualifier, gauge, 0.0
-            ), None
-        key = (v.device, v.interface, v.metric, v.qualifier)
-        last = self._last.get(key)
-        if last is not None and v.ts_ns <= last[0]:
-            self.stats.out_of_order += 1
-            return None, None
-        self._last[key] = (v.ts_ns, v.value)
-        if last is None:
-            return None, None
-        last_ts, last_value = last
-        delta = v.value - last_value
-        if delta < 0:
-            wrapped = self._across_wrap(last_value, v.value)
-            if wrapped is None:
-                self.stats.resets += 1
-                reported = self._reset_at.get(key)
-                if reported is not None and v.ts_ns - reported < self.reset_quiet_s * 1e9:
-                    return None, None
-                self._reset_at[key] = v.ts_ns
-                return None, self._reset(v, last_value)
-            self.stats.wraps += 1
-            delta = wrapped
-        interval_s = (v.ts_ns - last_ts) / 1e9
-        self.stats.samples += 1
-        rate = delta / interval_s
-        sample = LinkSample(v.ts_ns, v.device, v.interface, v.metric, v.qualifier, rate, interval_s)
-        return sample, None
-
-    def _across_wrap(self, last: float, current: float) -> float | None:
-        """How far the counter moved if it wrapped from `last` to `current`; None if implausible."""
-        for width in WRAP_WIDTHS:
-            if last < width:
-                moved = width - last + current
-                return moved if moved <= width * self.wrap_max_fraction else None
-        return None
-
-    @staticmethod
-    def _reset(v: TelemetryValue, last: float) -> LinkEvent:
-        where = f"{v.metric}[{v.qualifier}]" if v.qualifier else str(v.metric)
-        detail = f"{where} fell from {last} to {v.value}: counter reset, new baseline"
-        return LinkEvent(
-            v.ts_ns,
-            v.device,
-            v.interface,
-            LinkEventKind.COUNTER_RESET,
-            float(v.value),
-            detail,
-            where,
+        sample, fell_from = self.core.update(v, LinkSample)
+        if fell_from is None or isinstance(v.value, str):
+            return sample, None
+        return sample, reset_event(
+            v.ts_ns, v.device, v.interface, v.metric, v.qualifier, v.value, fell_from
         )
+
+
+def reset_event(
+    ts_ns: int,
+    device: str,
+    interface: str,
+    metric: Metric,
+    qualifier: str,
+    value: float,
+    last: float,
+) -> LinkEvent:
+    """The COUNTER_RESET of a counter that fell from `last` to `value`."""
+    where = f"{metric}[{qualifier}]" if qualifier else str(metric)
+    detail = f"{where} fell from {last} to {value}: counter reset, new baseline"
+    return LinkEvent(
+        ts_ns, device, interface, LinkEventKind.COUNTER_RESET, float(value), detail, where
+    )

@@ -24,7 +24,7 @@ TYPED_KEYS = frozenset(
         *("decimalVal", "decimal_val"),
     }
 )
-_DECIMAL_KEYS = frozenset({"digits", "precision"})
+DECIMAL_KEYS = frozenset({"digits", "precision"})
 #: Counters are at most 64-bit: a larger reading is garbage, not a count.
 COUNTER_LIMIT = 2**64
 
@@ -36,15 +36,15 @@ def is_typed(value: dict[str, Any]) -> bool:
     """
     if len(value) == 1:
         key = next(iter(value))
-        return key in TYPED_KEYS or key in _DECIMAL_KEYS
-    return value.keys() == _DECIMAL_KEYS
+        return key in TYPED_KEYS or key in DECIMAL_KEYS
+    return value.keys() == DECIMAL_KEYS
 
 
 def unwrap(value: dict[str, Any]) -> Any:
     """The plain value inside a wrapped gNMI value (see `is_typed`); None if it is not one."""
     if not is_typed(value):
         return None
-    if value.keys() <= _DECIMAL_KEYS:
+    if value.keys() <= DECIMAL_KEYS:
         digits = value.get("digits", 0)
         precision = value.get("precision", 0)
         # YANG decimal64 has at most 18 fraction digits; a larger precision is garbage.
@@ -55,7 +55,7 @@ def unwrap(value: dict[str, Any]) -> Any:
     # protojson nests a Decimal64 once ({"decimalVal": {"digits": .., "precision": ..}});
     # a wrapped value inside a wrapped value is no gNMI value.
     if isinstance(inner, dict):
-        return unwrap(inner) if inner.keys() <= _DECIMAL_KEYS else None
+        return unwrap(inner) if inner.keys() <= DECIMAL_KEYS else None
     return inner
 
 
