@@ -1,6 +1,6 @@
-"""Benchmark: the worker's per-message fold alone, per core, and what compiling it would give.
+"""Benchmark: the worker's per-message fold alone, per core.
 
-Run: .venv/bin/python benchmarks/fold.py [--nodes 288] [--rounds 6] [--split] [--cython]
+Run: .venv/bin/python benchmarks/fold.py [--nodes 288] [--rounds 6] [--split]
 
 Issue 20 asks for 50k port-samples per second per core through the worker's hot path (decode,
 counter rates, link health, routing and encoding the output). The streaming benchmark measures
@@ -13,23 +13,15 @@ batch's link samples encoded for the wire as the stage sends them.
   over the `--rounds` after them, in process CPU time, so other work on the machine slows the
   figure less than wall time would.
 - `--split` gives each stage's cost as what it adds to the stages before it over the same
-  messages, streamed as the fold streams them (JSON parsing, decoding, the Normalizer's counter
-  rates and link health); the rest of the fold is routing, batching and encoding. cProfile
-  was tried first and misled: its cost per call doubled the share of the decoder, which is
-  made of many small calls.
-- `--cython` answers one of the issue's options: the same modules compiled by Cython 3 as they
-  are (no type declarations), in a scratch copy of the package, run alternately with the source
-  in separate processes. Cython comes with the dev extra (`make install`).
+  messages, streamed as the fold streams them (JSON parsing, then the compiled walk and fold);
+  the rest is the stage's own loop, batching and encoding. cProfile was tried first and
+  misled: its cost per call doubled the share of code made of many small calls.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,32 +30,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streaming import cabled_switch_ports, message
 
-REPO = Path(__file__).resolve().parent.parent
 #: Messages folded before a batch's samples are encoded and dropped, as the stage does.
 BATCH = 2_000
 SAMPLE_NS = 10 * 1_000_000_000
 T0_NS = 1_780_000_000 * 1_000_000_000
 WARMUP_ROUNDS = 2
-#: The package folders as setup.py maps them into `railtrace`.
-ROOTS = {
-    "": "railtrace",
-    "topology": "topology",
-    "streams": "streams",
-    "api": "api",
-    "proto": "proto",
-}
-#: The modules of the fold's hot path, compiled by `--cython`.
-HOT = (
-    "streams/telemetry/gnmic.py",
-    "streams/telemetry/leaves.py",
-    "streams/telemetry/values.py",
-    "streams/telemetry/rates.py",
-    "streams/telemetry/health.py",
-    "streams/telemetry/health_state.py",
-    "streams/pipeline.py",
-    "streams/wire.py",
-    "worker/device_states.py",
-)
 
 
 def measure(nodes: int, rounds: int, split: bool) -> float:
@@ -120,89 +91,49 @@ def print_split(whole: float, raw: list[bytes], warmup: list[list[SimpleNamespac
     """The fold's CPU time per message split by stage, each stage's cost read as what it adds
     to the stages before it over the same messages, streamed as the fold streams them (what a
     stage makes dies young, as in the worker). A profiler's cost per call misled here: it
-    doubled the share of the decoder, which is made of many small calls."""
+    doubled the share of the decoder, which is made of many small calls.
+
+    The stages are the hot path's: JSON parsing, then the compiled pass that walks the
+    message and folds each value into the rates and link health (`Normalizer.fold_message`,
+    its samples made into wire rows and routed, the route asked once per port); the rest is
+    `DeviceStates.fold`'s own work per message, batching and encoding."""
+    from collections import defaultdict
+
     import orjson
 
-    from railtrace.streams.pipeline import Normalizer, Output
-    from railtrace.streams.telemetry import decode_message
+    from railtrace.streams.pipeline import Normalizer
+    from railtrace.streams.telemetry import DecodeStats
 
     normalizers: dict[str, Normalizer] = {}
+    stats = DecodeStats()
 
-    def normalize(values: list[Any]) -> None:
-        normalizer = normalizers.get(values[0].device)
+    def route(device: str, interface: str) -> tuple[str, int]:
+        return f"{device}:{interface}", 0
+
+    def fold(message: dict[str, Any]) -> None:
+        device = message["source"]
+        normalizer = normalizers.get(device)
         if normalizer is None:
-            normalizer = normalizers[values[0].device] = Normalizer()
-        out = Output()
-        for v in values:
-            normalizer.on_telemetry(v, out)
+            normalizer = normalizers[device] = Normalizer()
+        normalizer.fold_message(message, route, defaultdict(list), stats)
 
     for batch in warmup:
         for record in batch:
-            normalize(decode_message(orjson.loads(record.value)))
+            fold(orjson.loads(record.value))
     started = time.process_time()
     for value in raw:
         orjson.loads(value)
     parsed = time.process_time() - started
     started = time.process_time()
     for value in raw:
-        decode_message(orjson.loads(value))
-    decoded = time.process_time() - started
-    started = time.process_time()
-    for value in raw:
-        normalize(decode_message(orjson.loads(value)))
-    normalized = time.process_time() - started
+        fold(orjson.loads(value))
+    folded = time.process_time() - started
     us = 1e6 / len(raw)
     print(f"  CPU us per message of 5 counters, by stage ({len(raw):,} messages):")
-    print(f"    JSON parsing (orjson.loads)               {parsed * us:5.1f}")
-    print(f"    gNMI decoding (decode_message)            {(decoded - parsed) * us:5.1f}")
-    print(f"    Normalizer (counter rates, link health)   {(normalized - decoded) * us:5.1f}")
-    print(f"    the rest: routing, batching, encoding     {(whole - normalized) * us:5.1f}")
-    print(f"    the whole fold                            {whole * us:5.1f}")
-
-
-def compiled_tree(scratch: Path) -> Path:
-    """A copy of the package with the hot modules compiled by Cython in place."""
-    from Cython.Build import cythonize
-    from setuptools import Extension, setup
-
-    if not (REPO / "proto" / "gen").is_dir():
-        raise SystemExit("proto/gen is missing: run `make install` first")
-    tree = scratch / "site"
-    for sub, folder in ROOTS.items():
-        shutil.copytree(
-            REPO / folder,
-            tree / "railtrace" / sub,
-            ignore=shutil.ignore_patterns("__pycache__", "*.so"),
-            dirs_exist_ok=True,
-        )
-    extensions = []
-    for rel in HOT:
-        source = tree / "railtrace" / rel
-        name = "railtrace." + rel.removesuffix(".py").replace("/", ".")
-        extensions.append(Extension(name, [str(source)]))
-    here = Path.cwd()
-    os.chdir(tree)  # setuptools reads the working folder's pyproject.toml, if any
-    try:
-        setup(
-            name="railtrace-fold-bench",
-            ext_modules=cythonize(extensions, language_level=3, quiet=True),
-            script_args=["build_ext", "--inplace", "--parallel", str(os.cpu_count() or 1)],
-        )
-    finally:
-        os.chdir(here)
-    return tree
-
-
-def child(tree: Path | None, args: argparse.Namespace) -> float:
-    """One measurement in a fresh process, on the source or on the compiled copy."""
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)  # ahead of the editable install's finder
-    cmd = [sys.executable, __file__, "--nodes", str(args.nodes), "--rounds", str(args.rounds)]
-    if tree is not None:
-        cmd.append("--compiled")
-    done = subprocess.run([*cmd, "--child"], env=env, check=True, capture_output=True, text=True)
-    return float(done.stdout.strip().splitlines()[-1])
+    print(f"    JSON parsing (orjson.loads)                      {parsed * us:5.1f}")
+    print(f"    walk, counter rates, link health, routing        {(folded - parsed) * us:5.1f}")
+    print(f"    the rest: the stage's loop, batching, encoding   {(whole - folded) * us:5.1f}")
+    print(f"    the whole fold                                   {whole * us:5.1f}")
 
 
 def main() -> None:
@@ -210,36 +141,11 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=288, help="reference design size")
     ap.add_argument("--rounds", type=int, default=6, help="timed samples of every switch port")
     ap.add_argument(
-        "--split", action="store_true", help="time parsing, decoding and the Normalizer alone"
+        "--split", action="store_true", help="time JSON parsing and the compiled fold alone"
     )
-    ap.add_argument("--cython", action="store_true", help="also run the Cython-compiled copy")
-    ap.add_argument("--pairs", type=int, default=3, help="alternating runs with --cython")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
-        from railtrace.streams.telemetry import leaves
-
-        # The copy must really be the one imported, or the comparison compares nothing.
-        if args.compiled != (not str(leaves.__file__).endswith(".py")):
-            raise SystemExit(f"expected compiled={args.compiled}, imported {leaves.__file__}")
-        print(measure(args.nodes, args.rounds, split=False))
-        return
-    if not args.cython:
-        rate = measure(args.nodes, args.rounds, args.split)
-        print(f"{args.nodes} nodes: {rate:,.0f} messages folded per CPU second")
-        return
-    with tempfile.TemporaryDirectory(prefix="rt-fold-cython-") as scratch:
-        started = time.perf_counter()
-        tree = compiled_tree(Path(scratch))
-        print(f"hot modules compiled by Cython in {time.perf_counter() - started:.0f} s")
-        for pair in range(args.pairs):
-            source = child(None, args)
-            cython = child(tree, args)
-            print(
-                f"run {pair + 1}: source {source:,.0f}, Cython {cython:,.0f} messages per CPU "
-                f"second ({cython / source:.2f}x)"
-            )
+    rate = measure(args.nodes, args.rounds, args.split)
+    print(f"{args.nodes} nodes: {rate:,.0f} messages folded per CPU second")
 
 
 if __name__ == "__main__":
