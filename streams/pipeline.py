@@ -73,10 +73,11 @@ class Normalizer:
         stats: DecodeStats,
     ) -> tuple[list[LinkEvent], int, int | None, list[LldpUpdate]]:
         """One decoded gnmic message walked and folded at once, with no TelemetryValue or
-        LinkSample made: the telemetry stage's hot path, the rules of `fold`. Its samples are appended to `samples` as wire rows by partition (`route`
-        gives a port's link id and partition, asked once per port). Returns the link events,
-        the number of values, the stamp of the last one and the message's LLDP neighbour
-        news. Raises DecodeError for a malformed message, which then changes nothing."""
+        LinkSample made: the telemetry stage's hot path, the rules of `fold`. Its samples are
+        appended to `samples` as wire rows by partition (`route` gives a port's link id and
+        partition, asked once per port). Returns the link events, the number of values, the
+        stamp of the last one and the message's LLDP neighbour news. Raises DecodeError for a
+        malformed message, which then changes nothing."""
         raws: list[Any] = []
         folded = fold_message(
             message, self.rates.core, self.health.core, route, samples, raws, stats

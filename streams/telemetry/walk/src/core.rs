@@ -408,6 +408,25 @@ struct Read {
     series: Option<u32>,
 }
 
+/// The LinkSample (made with `sample_type`) of a value's rate.
+fn link_sample<'py>(
+    sample_type: &Bound<'py, PyAny>,
+    v: &Value<'py>,
+    rate: f64,
+    interval_s: f64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let fields = (
+        v.ts_ns,
+        &v.device,
+        &v.interface,
+        &v.metric,
+        &v.qualifier,
+        rate,
+        interval_s,
+    );
+    sample_type.call1(fields)
+}
+
 /// Where a fold's samples go.
 pub(crate) enum Samples<'a, 'py> {
     /// LinkSample objects made with `sample_type`, appended to `list` (the Normalizer's way).
@@ -458,16 +477,7 @@ pub(crate) fn fold_value<'py>(
         };
         match samples {
             Samples::Objects { sample_type, list } => {
-                let sample = sample_type.call1((
-                    v.ts_ns,
-                    &v.device,
-                    &v.interface,
-                    &v.metric,
-                    &v.qualifier,
-                    rate,
-                    interval_s,
-                ))?;
-                list.append(sample)?;
+                list.append(link_sample(sample_type, v, rate, interval_s)?)?;
             }
             Samples::Rows {
                 route,
@@ -576,15 +586,7 @@ impl RatesCore {
         let read = self.read(&v, info)?;
         let sample = match read.rated {
             None => None,
-            Some((rate, interval_s)) => Some(sample_type.call1((
-                v.ts_ns,
-                &v.device,
-                &v.interface,
-                &v.metric,
-                &v.qualifier,
-                rate,
-                interval_s,
-            ))?),
+            Some((rate, interval_s)) => Some(link_sample(sample_type, &v, rate, interval_s)?),
         };
         let reset = read.fell_from.map(|n| py_num(py, n)).transpose()?;
         Ok((sample, reset))
