@@ -21,12 +21,13 @@ use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::health::{Baseline, Event, Health, Kind, Latch, Metric, PauseGroup, Sample, Thresholds};
 use crate::rates::{Num, Outcome, Rates};
 
-/// Interfaces (device, interface) and qualifiers, numbered in the order first seen; qualifier
-/// 0 is "", which the rules read as "no qualifier".
 type Map<K, V> = HashMap<K, V, FxBuildHasher>;
 
+/// The next `HealthCore.serial`.
 static SERIALS: AtomicU64 = AtomicU64::new(1);
 
+/// Interfaces (device, interface) and qualifiers, numbered in the order first seen; qualifier
+/// 0 is "", which the rules read as "no qualifier".
 struct Names {
     by_device: Map<String, Map<String, u32>>,
     ifaces: Vec<(Py<PyString>, Py<PyString>)>,
@@ -140,74 +141,59 @@ struct Metrics {
 }
 
 /// The health rules' metrics by their `Metric` value (`WATCHED_METRICS` and oper-status).
+const METRIC_NAMES: [(Metric, &str); 14] = [
+    (Metric::InOctets, "in_octets"),
+    (Metric::OutOctets, "out_octets"),
+    (Metric::InErrors, "in_errors"),
+    (Metric::InFcsErrors, "in_fcs_errors"),
+    (Metric::OutErrors, "out_errors"),
+    (Metric::SymbolErrors, "symbol_errors"),
+    (Metric::FecCorrected, "fec_corrected"),
+    (Metric::FecUncorrectable, "fec_uncorrectable"),
+    (Metric::RxPowerDbm, "rx_power_dbm"),
+    (Metric::PortSpeedGbps, "port_speed_gbps"),
+    (Metric::PfcRxPause, "pfc_rx_pause"),
+    (Metric::PfcTxPause, "pfc_tx_pause"),
+    (Metric::CarrierTransitions, "carrier_transitions"),
+    (Metric::OperStatus, "oper_status"),
+];
+
+/// The event kinds by their `LinkEventKind` value.
+const KIND_NAMES: [(Kind, &str); 11] = [
+    (Kind::TrafficDrop, "traffic-drop"),
+    (Kind::ErrorBurst, "error-burst"),
+    (Kind::PreFecErrors, "pre-fec-errors"),
+    (Kind::FecUncorrectable, "fec-uncorrectable"),
+    (Kind::RxPowerLow, "rx-power-low"),
+    (Kind::SpeedDown, "speed-down"),
+    (Kind::PfcStorm, "pfc-storm"),
+    (Kind::PfcPausing, "pfc-pausing"),
+    (Kind::Down, "down"),
+    (Kind::Up, "up"),
+    (Kind::Flap, "flap"),
+];
+
+fn by_name<T: Copy>(table: &[(T, &str)], name: &str) -> Option<T> {
+    table.iter().find(|(_, n)| *n == name).map(|(t, _)| *t)
+}
+
+fn name_of<T: PartialEq>(table: &[(T, &'static str)], item: T) -> &'static str {
+    table
+        .iter()
+        .find(|(t, _)| *t == item)
+        .map_or("", |(_, n)| n)
+}
+
 fn health_metric(name: &str) -> Option<Metric> {
-    Some(match name {
-        "in_octets" => Metric::InOctets,
-        "out_octets" => Metric::OutOctets,
-        "in_errors" => Metric::InErrors,
-        "in_fcs_errors" => Metric::InFcsErrors,
-        "out_errors" => Metric::OutErrors,
-        "symbol_errors" => Metric::SymbolErrors,
-        "fec_corrected" => Metric::FecCorrected,
-        "fec_uncorrectable" => Metric::FecUncorrectable,
-        "rx_power_dbm" => Metric::RxPowerDbm,
-        "port_speed_gbps" => Metric::PortSpeedGbps,
-        "pfc_rx_pause" => Metric::PfcRxPause,
-        "pfc_tx_pause" => Metric::PfcTxPause,
-        "carrier_transitions" => Metric::CarrierTransitions,
-        "oper_status" => Metric::OperStatus,
-        _ => return None,
-    })
+    by_name(&METRIC_NAMES, name)
 }
 
 fn metric_name(metric: Metric) -> &'static str {
-    match metric {
-        Metric::InOctets => "in_octets",
-        Metric::OutOctets => "out_octets",
-        Metric::InErrors => "in_errors",
-        Metric::InFcsErrors => "in_fcs_errors",
-        Metric::OutErrors => "out_errors",
-        Metric::SymbolErrors => "symbol_errors",
-        Metric::FecCorrected => "fec_corrected",
-        Metric::FecUncorrectable => "fec_uncorrectable",
-        Metric::RxPowerDbm => "rx_power_dbm",
-        Metric::PortSpeedGbps => "port_speed_gbps",
-        Metric::PfcRxPause => "pfc_rx_pause",
-        Metric::PfcTxPause => "pfc_tx_pause",
-        Metric::CarrierTransitions => "carrier_transitions",
-        Metric::OperStatus => "oper_status",
-    }
+    name_of(&METRIC_NAMES, metric)
 }
 
 fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::TrafficDrop => "traffic-drop",
-        Kind::ErrorBurst => "error-burst",
-        Kind::PreFecErrors => "pre-fec-errors",
-        Kind::FecUncorrectable => "fec-uncorrectable",
-        Kind::RxPowerLow => "rx-power-low",
-        Kind::SpeedDown => "speed-down",
-        Kind::PfcStorm => "pfc-storm",
-        Kind::PfcPausing => "pfc-pausing",
-        Kind::Down => "down",
-        Kind::Up => "up",
-        Kind::Flap => "flap",
-    }
-}
-
-fn kind_of(name: &str) -> Option<Kind> {
-    Some(match name {
-        "traffic-drop" => Kind::TrafficDrop,
-        "error-burst" => Kind::ErrorBurst,
-        "pre-fec-errors" => Kind::PreFecErrors,
-        "fec-uncorrectable" => Kind::FecUncorrectable,
-        "rx-power-low" => Kind::RxPowerLow,
-        "speed-down" => Kind::SpeedDown,
-        "pfc-storm" => Kind::PfcStorm,
-        "pfc-pausing" => Kind::PfcPausing,
-        "flap" => Kind::Flap,
-        _ => return None,
-    })
+    name_of(&KIND_NAMES, kind)
 }
 
 impl Metrics {
@@ -236,8 +222,9 @@ impl Metrics {
         self.members.iter().position(|(_, n, _)| *n == name)
     }
 
-    fn info(&self, metric: &Bound<'_, PyAny>) -> PyResult<Option<MetricInfo>> {
-        Ok(self.position(metric).map(|at| self.members[at].2))
+    /// Where `metric` is among the members, and what it is to the rules.
+    fn info(&self, metric: &Bound<'_, PyAny>) -> Option<(usize, MetricInfo)> {
+        self.position(metric).map(|at| (at, self.members[at].2))
     }
 
     /// The Metric member of a health-rule metric, for snapshots and events.
@@ -316,13 +303,10 @@ pub struct RatesCore {
 }
 
 impl RatesCore {
-    fn series_of(&mut self, v: &Value<'_>) -> PyResult<u32> {
+    /// The series of `v`, whose metric is member `metric` of `self.metrics`.
+    fn series_of(&mut self, v: &Value<'_>, metric: usize) -> u32 {
         let iface = self.names.iface(&v.device, &v.interface);
         let qualifier = self.names.qualifier(&v.qualifier);
-        let metric = self
-            .metrics
-            .position(&v.metric)
-            .ok_or_else(|| PyValueError::new_err("an unknown metric"))?;
         if self.by_iface.len() <= iface as usize {
             self.by_iface.resize_with(iface as usize + 1, Vec::new);
         }
@@ -331,21 +315,19 @@ impl RatesCore {
             .iter()
             .find(|(m, q, _)| *m == metric && *q == qualifier)
         {
-            return Ok(*n);
+            return *n;
         }
         let n = self.series.len() as u32;
         known.push((metric, qualifier, n));
         let member = self.metrics.members[metric].0.clone_ref(v.metric.py());
         self.series.push((iface, member, qualifier));
         self.health_ids.push(None);
-        Ok(n)
+        n
     }
 
-    /// The sample (a LinkSample made with `sample_type`) and the reset (the reading it fell
-    /// from) that a value gives; the health rules' metric of the sample rides along.
     /// The rate (or gauge reading) and interval, the reading a reset fell from, and the
-    /// series (of counters) that a value gives.
-    fn read(&mut self, v: &Value<'_>, info: MetricInfo) -> PyResult<Read> {
+    /// series (of counters) that a value of metric member `metric` gives.
+    fn read(&mut self, v: &Value<'_>, (metric, info): (usize, MetricInfo)) -> PyResult<Read> {
         let py = v.metric.py();
         let mut read = Read::default();
         if v.value.is_instance_of::<PyString>() || !(info.counter || info.gauge) {
@@ -363,7 +345,7 @@ impl RatesCore {
                 "a counter reading must be a number, not {shown}"
             )));
         };
-        let series = self.series_of(v)?;
+        let series = self.series_of(v, metric);
         match self.rates.counter(series, v.ts_ns, num) {
             Outcome::Nothing => {}
             Outcome::Reset { last } => read.fell_from = Some(last),
@@ -454,11 +436,12 @@ pub(crate) fn fold_value<'py>(
     events: &Bound<'py, PyList>,
 ) -> PyResult<()> {
     let py = events.py();
-    let Some(info) = rates.metrics.info(&v.metric)? else {
+    let Some(found) = rates.metrics.info(&v.metric) else {
         return Ok(());
     };
+    let info = found.1;
     if info.counter || info.gauge {
-        let read = rates.read(v, info)?;
+        let read = rates.read(v, found)?;
         if let Some(last) = read.fell_from {
             let raw = (
                 intern!(py, "counter-reset"),
@@ -580,10 +563,10 @@ impl RatesCore {
     ) -> PyResult<Update<'py>> {
         let py = value.py();
         let v = Value::of(value)?;
-        let Some(info) = self.metrics.info(&v.metric)? else {
+        let Some(found) = self.metrics.info(&v.metric) else {
             return Ok((None, None));
         };
-        let read = self.read(&v, info)?;
+        let read = self.read(&v, found)?;
         let sample = match read.rated {
             None => None,
             Some((rate, interval_s)) => Some(link_sample(sample_type, &v, rate, interval_s)?),
@@ -655,7 +638,11 @@ impl RatesCore {
                 value,
                 qualifier,
             };
-            let series = self.series_of(&v)?;
+            let metric = self
+                .metrics
+                .position(&v.metric)
+                .ok_or_else(|| PyValueError::new_err(format!("an unknown metric {}", v.metric)))?;
+            let series = self.series_of(&v, metric);
             self.rates.last.insert(series, (ts_ns, num));
             if let Some(at) = reset {
                 self.rates.reset_at.insert(series, at);
@@ -842,9 +829,12 @@ impl HealthCore {
         let py = sample.py();
         let out = PyList::empty(py);
         let metric = sample.getattr(intern!(py, "metric"))?;
-        let Some(MetricInfo {
-            health: Some(m), ..
-        }) = self.metrics.info(&metric)?
+        let Some((
+            _,
+            MetricInfo {
+                health: Some(m), ..
+            },
+        )) = self.metrics.info(&metric)
         else {
             return Ok(out);
         };
@@ -984,7 +974,7 @@ impl HealthCore {
                     active: row.get_item(4)?.extract()?,
                     last_bad_ns: row.get_item(5)?.extract()?,
                 };
-                let key = kind_of(&kind)
+                let key = by_name(&KIND_NAMES, &kind)
                     .and_then(|k| self.latch_key(py, i, k, &sub))
                     .ok_or_else(|| {
                         PyValueError::new_err(format!("no rule latches {kind} on {sub:?}"))
