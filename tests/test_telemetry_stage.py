@@ -19,7 +19,7 @@ from railtrace.settings import Settings
 from railtrace.streams import wire
 from railtrace.streams.pipeline import Normalizer, Output
 from railtrace.streams.records import LinkEventKind, Metric
-from railtrace.streams.telemetry import decode_message
+from railtrace.streams.telemetry import DecodeStats, decode_message
 from railtrace.topology import build_fabric, rail_optimized
 from railtrace.topology.fabric import PortLinks
 from railtrace.topology.lldp import PlanIndex
@@ -191,6 +191,28 @@ def test_messages_stamped_in_milliseconds_fold_at_their_time_and_are_counted(
         "pathless": 0,
         "stamped_in_ms": 2,
     }
+
+
+def test_leaves_the_stage_cannot_use_are_counted_as_the_decoder_counts_them(
+    links: PortLinks,
+) -> None:
+    """The stage folds a message without decoding it into values; what its leaves could not
+    give (unknown paths, bad values) is counted all the same."""
+    leaf = LEAVES[0]
+    iface = _ports(links, leaf, 1)[0]
+    message = orjson.loads(_counters(leaf, iface, 1))
+    counters = message["updates"][0]["values"]["state"]["counters"]
+    counters["in-errors"] = "many"  # a known counter whose value is no number
+    counters["vendor-thing"] = "1"  # a leaf no path of railtrace names
+    message["updates"].append({"Path": "/", "values": {"/": 5}})  # the prefix itself
+    value = orjson.dumps(message)
+    expected = DecodeStats()
+    decode_message(orjson.loads(value), expected)
+    states = DeviceStates(links, PARTITIONS)
+    out = _fold(states, [Record("raw.gnmi", 0, 0, leaf.encode(), value)])
+    assert out.values == 3  # oper-status, in- and out-octets
+    assert decode_counts(states.decoded) == decode_counts(expected)
+    assert expected.unknown_paths == 2 and expected.bad_values == 1
 
 
 def test_a_keyless_gnmic_message_is_handed_back_keyed_by_its_switch(links: PortLinks) -> None:

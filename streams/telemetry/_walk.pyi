@@ -68,13 +68,7 @@ class Walker:
         route: Callable[[str, str], tuple[str, int]],
         samples: dict[int, list[Any]],
         events: list[Any],
-    ) -> tuple[
-        int,
-        int | None,
-        tuple[int, int, int, int],
-        list[StampUnit],
-        list[tuple[str, int, list[LldpLeaf], list[tuple[str | None, str | None]]]],
-    ]: ...
+    ) -> tuple[int, int | None, list[Part]]: ...
 
 class RatesCore:
     def __init__(

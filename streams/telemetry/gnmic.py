@@ -185,12 +185,7 @@ def decode_with_lldp(
     """The TelemetryValues of one gnmic message and the LLDP neighbour news in it, from one
     walk of the message; DecodeError and `stats` as for `decode_message`."""
     parts = _parts(message)
-    updates = [
-        LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
-        for p in parts
-        if p.lldp or p.lldp_deletes
-    ]
-    return _values(parts, stats), updates
+    return _values(parts, stats), _lldp_news(parts)
 
 
 def fold_message(
@@ -206,31 +201,38 @@ def fold_message(
     (`Normalizer.fold_message` says what goes where); its leaves counted in `stats` as
     `decode_message` counts them. Returns the number of values, the last one's stamp and the
     LLDP neighbour news, as `decode_with_lldp` gives it."""
-    values, last_ns, counts, retimed, news = _WALKER.fold(
-        message, rates, health, route, samples, events
-    )
-    unknown, unattributed, bad, pathless = counts
-    stats.unknown_paths += unknown
-    stats.unattributed += unattributed
-    stats.bad_values += bad
-    stats.pathless += pathless
-    for unit in retimed:
-        stats.retimed[unit] += 1
-    return values, last_ns, [LldpUpdate(*update) for update in news]
+    values, last_ns, parts = _WALKER.fold(message, rates, health, route, samples, events)
+    _count(parts, stats)
+    return values, last_ns, _lldp_news(parts)
 
 
 def _values(parts: list[Part], stats: DecodeStats | None) -> list[TelemetryValue]:
     out: list[TelemetryValue] = []
     for part in parts:
         out.extend(part.out)
-        if stats is not None:
-            stats.unknown_paths += part.unknown
-            stats.unattributed += part.unattributed
-            stats.bad_values += part.bad
-            stats.pathless += part.pathless
-            if part.unit is not StampUnit.NS:
-                stats.retimed[part.unit] += 1
+    if stats is not None:
+        _count(parts, stats)
     return out
+
+
+def _count(parts: list[Part], stats: DecodeStats) -> None:
+    """The leaves of `parts` that made no value, and their stamps in other units than ns."""
+    for part in parts:
+        stats.unknown_paths += part.unknown
+        stats.unattributed += part.unattributed
+        stats.bad_values += part.bad
+        stats.pathless += part.pathless
+        if part.unit is not StampUnit.NS:
+            stats.retimed[part.unit] += 1
+
+
+def _lldp_news(parts: list[Part]) -> list[LldpUpdate]:
+    """The LLDP neighbour news of each notification that has some."""
+    return [
+        LldpUpdate(p.device, p.ts_ns, p.lldp or [], p.lldp_deletes or [])
+        for p in parts
+        if p.lldp or p.lldp_deletes
+    ]
 
 
 def _raw(message: Any) -> bytes:
